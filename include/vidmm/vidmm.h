@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* include/vidmm/vidmm.h - the whole public API in one include. */
+#ifndef VIDMM_VIDMM_H
+#define VIDMM_VIDMM_H
+
+#include "version.h"
+#include "common.h"
+#include "kernels.h"
+
+#endif /* VIDMM_VIDMM_H */

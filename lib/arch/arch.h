@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/arch/arch.h - what the portable code asks of the architecture layer. Each architecture
+ * (lib/arch/x86, lib/arch/generic) implements every function here; architecture #ifdefs stay
+ * in lib/arch. */
+#ifndef VIDMM_LIB_ARCH_ARCH_H
+#define VIDMM_LIB_ARCH_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "vidmm/kernels.h"
+
+/* vidmm_arch_cpu_features() returns the VIDMM_CPU_* features the CPU implements *and* the OS
+ * enables (AVX state saved per XGETBV), before any user masking. Computed once. */
+uint64_t vidmm_arch_cpu_features(void);
+
+/* vidmm_arch_cpu_describe() fills vendor, model, cache_line and llc_bytes of '*info'. */
+void vidmm_arch_cpu_describe(struct vidmm_cpu_info *info);
+
+/* vidmm_arch_cache_line() is the line size cache maintenance works on (bytes, a power of 2). */
+size_t vidmm_arch_cache_line(void);
+
+/* vidmm_arch_prefer_avx512() is the policy on top of support: whether an AVX-512-capable CPU
+ * should get the AVX-512 table by default. */
+bool vidmm_arch_prefer_avx512(void);
+
+/* vidmm_arch_flush() maintains every line overlapping [p, p + n) with 'insn' (never AUTO; the
+ * caller checked the CPU has it and that it can do 'op'), with the fences of kernels.h. n > 0. */
+void vidmm_arch_flush(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn);
+
+/* vidmm_arch_store_fence() orders every earlier store, streaming ones included (SFENCE). */
+void vidmm_arch_store_fence(void);
+
+/* vidmm_arch_copy_movdir64b() copies with MOVDIR64B for the whole aligned lines and ordinary
+ * stores for the partial first and last lines; no fence. NULL-safe only after checking
+ * VIDMM_CPU_MOVDIR64B. Returns false when the build has no MOVDIR64B support. */
+bool vidmm_arch_copy_movdir64b(void *restrict dst, const void *restrict src, size_t n);
+
+#endif /* VIDMM_LIB_ARCH_ARCH_H */

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernels/fill.c - the public 32-bit pattern fill (a paging FILL operation). */
+#include <string.h>
+#include "common/internal.h"
+#include "kernels/kernel_ops.h"
+
+int vidmm_fill32_ex(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind kind,
+                    const struct vidmm_kernel_opts *opts)
+{
+    enum vidmm_backend backend;
+    enum vidmm_strategy strategy;
+    const struct vidmm_kernel_ops *ops;
+    bool streamed = false;
+    int err;
+
+    if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
+        return err;
+    /* DXGK_BUILDPAGINGBUFFER_FILL: FillSize is a multiple of 4 (spec/wddm-vidmm.md 9.3). */
+    if ((unsigned)kind >= VIDMM_MEM_KIND_COUNT_ || !vidmm_range_ok(dst, n) || (n & 3u) != 0)
+        return VIDMM_E_INVALID_ARG;
+    ops = vidmm_ops_get(backend);
+    if (ops == NULL)
+        return VIDMM_E_UNSUPPORTED;
+    if (strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_STREAM_LOAD)
+        return VIDMM_E_UNSUPPORTED;
+    if (strategy == VIDMM_STRATEGY_LIBC && pattern != (pattern & 0xffu) * 0x01010101u)
+        return VIDMM_E_UNSUPPORTED; /* memset stores one byte value */
+    if (n == 0)
+        return 0;
+
+    if (strategy == VIDMM_STRATEGY_AUTO) {
+        if (kind == VIDMM_MEM_CACHED && n < vidmm_nt_threshold())
+            strategy = VIDMM_STRATEGY_TEMPORAL;
+        else
+            strategy = VIDMM_STRATEGY_NONTEMPORAL;
+    }
+    switch (strategy) {
+    case VIDMM_STRATEGY_NONTEMPORAL:
+        ops->fill_nt(dst, pattern, n);
+        streamed = ops->streaming;
+        break;
+    case VIDMM_STRATEGY_LIBC:
+        memset(dst, (int)(pattern & 0xffu), n);
+        break;
+    default:
+        ops->fill(dst, pattern, n);
+        break;
+    }
+    vidmm_finish_stores(dst, n, kind, streamed);
+    return 0;
+}
+
+int vidmm_fill32(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind dst_kind)
+{
+    return vidmm_fill32_ex(dst, pattern, n, dst_kind, NULL);
+}

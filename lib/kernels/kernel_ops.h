@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernels/kernel_ops.h - the table of kernels each backend provides, and the dispatcher. */
+#ifndef VIDMM_LIB_KERNELS_KERNEL_OPS_H
+#define VIDMM_LIB_KERNELS_KERNEL_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "vidmm/kernels.h"
+
+/* One table per backend. The kernels are the bare loops: arguments are valid (the public entry
+ * points check them), ranges do not overlap, and no kernel issues a fence - the caller
+ * (lib/kernels/copy.c, fill.c) fences once at the end, as the memory kind requires.
+ *
+ * copy        n bytes with ordinary (temporal) stores.
+ * copy_nt     every whole, 64-byte-aligned line of the destination range is written with
+ *             streaming (non-temporal) stores; the partial first and last lines (< 64 bytes each)
+ *             with ordinary stores. The destination is never read. When 'streaming' is false
+ *             the backend has no streaming stores and copy_nt is an ordinary copy.
+ * copy_stream n bytes read with streaming loads (MOVNTDQA) from every aligned vector of the
+ *             source, ordinary loads for the unaligned head and tail; ordinary stores.
+ * fill        n bytes (any n; byte i = byte i % 4 of the little-endian pattern), ordinary stores.
+ * fill_nt     as fill, whole lines with streaming stores, like copy_nt. */
+struct vidmm_kernel_ops {
+    const char *name;
+    enum vidmm_backend backend;
+    bool streaming;       /* copy_nt/fill_nt really use streaming stores */
+    bool stream_loads;    /* copy_stream really uses streaming loads */
+    void (*copy)(void *restrict dst, const void *restrict src, size_t n);
+    void (*copy_nt)(void *restrict dst, const void *restrict src, size_t n);
+    void (*copy_stream)(void *restrict dst, const void *restrict src, size_t n);
+    void (*fill)(void *dst, uint32_t pattern, size_t n);
+    void (*fill_nt)(void *dst, uint32_t pattern, size_t n);
+};
+
+extern const struct vidmm_kernel_ops vidmm_ops_scalar;
+#ifdef VIDMM_HAVE_SSE2_BACKEND
+extern const struct vidmm_kernel_ops vidmm_ops_sse2;
+#endif
+#ifdef VIDMM_HAVE_AVX2_BACKEND
+extern const struct vidmm_kernel_ops vidmm_ops_avx2;
+#endif
+#ifdef VIDMM_HAVE_AVX512_BACKEND
+extern const struct vidmm_kernel_ops vidmm_ops_avx512;
+#endif
+
+/* vidmm_ops_active() returns the dispatcher's table, choosing it on the first call. */
+const struct vidmm_kernel_ops *vidmm_ops_active(void);
+
+/* vidmm_ops_get() returns the table of backend 'b' (AUTO = the active one), or NULL when it is
+ * not compiled in or not usable on this CPU. */
+const struct vidmm_kernel_ops *vidmm_ops_get(enum vidmm_backend b);
+
+/* vidmm_cpu_usable() returns the VIDMM_CPU_* features the CPU and OS support, minus those masked
+ * by VIDMM_DISABLE_CPU_FEATURES. Resolved once (see dispatch.c). */
+uint64_t vidmm_cpu_usable(void);
+
+/* vidmm_nt_threshold() is the size at which copies and fills to cached memory switch to
+ * streaming stores: VIDMM_NT_THRESHOLD, else the last-level cache size. */
+size_t vidmm_nt_threshold(void);
+
+/* vidmm_read_kernel_opts() validates 'opts' (NULL = all AUTO) into 'backend' and 'strategy'.
+ * Returns 0 or VIDMM_E_INVALID_ARG. */
+int vidmm_read_kernel_opts(const struct vidmm_kernel_opts *opts, enum vidmm_backend *backend,
+                           enum vidmm_strategy *strategy);
+
+/* vidmm_finish_stores() completes a copy or fill of [dst, dst + n) for memory kind 'kind':
+ * NONCOHERENT writes back what ordinary stores left in the cache (all of it, or only the partial
+ * edge lines when 'streamed'), and streaming or WC stores get their store fence. */
+void vidmm_finish_stores(void *dst, size_t n, enum vidmm_mem_kind kind, bool streamed);
+
+/* vidmm_wc_reset() forgets the copy-to-WC calibration (copy.c). */
+void vidmm_wc_reset(void);
+
+/* Little helpers shared by the portable kernels. */
+static inline uint32_t vidmm_rotr32(uint32_t v, unsigned r)
+{
+    r &= 31u;
+    return r ? (v >> r) | (v << (32u - r)) : v;
+}
+
+/* The pattern as seen from a byte that is 'phase' bytes into the fill (phase taken mod 4). */
+static inline uint32_t vidmm_pattern_at(uint32_t pattern, size_t phase)
+{
+    return vidmm_rotr32(pattern, (unsigned)(phase & 3u) * 8u);
+}
+
+#endif /* VIDMM_LIB_KERNELS_KERNEL_OPS_H */

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tools/deps.sh - make sure the Debian packages vidmm's build, tests and benchmarks need are
+# installed. Sourced by tools/test.sh and tools/bench.sh. As root it installs what is missing
+# with apt-get; otherwise it prints the exact apt-get line and fails.
+VIDMM_DEB_PACKAGES=(cmake make gcc g++ pkg-config libcriterion-dev libbenchmark-dev liburing-dev
+                    libhugetlbfs-dev git ca-certificates)
+
+vidmm_deps() {
+  local missing=() p
+  for p in "${VIDMM_DEB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local line="apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "vidmm: missing Debian packages. Run as root:" >&2
+    echo "  apt-get update && $line" >&2
+    return 1
+  fi
+  echo "vidmm: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null \
+    || { echo "vidmm: '$line' failed" >&2; return 1; }
+}
