@@ -179,11 +179,31 @@ static const struct vidmm_kernel_ops *best_backend(void)
     return &vidmm_ops_scalar;
 }
 
+/* log_options() prints every option as resolved, once per choice of backend, so that a bug
+ * report made with VIDMM_LOG_LEVEL=2 says how the library was configured. */
+static void log_options(void)
+{
+    if (!vidmm_log_enabled(VIDMM_LOG_INFO))
+        return;
+    for (int o = 0; o < VIDMM_OPT_COUNT_; o++) {
+        const char *str = vidmm_option_get_string((enum vidmm_option)o);
+        bool is_string = o == VIDMM_OPT_BACKEND || o == VIDMM_OPT_DISABLE_CPU_FEATURES || o == VIDMM_OPT_WC_COPY;
+        if (is_string)
+            vidmm_log(VIDMM_LOG_INFO, "option %s=%s", vidmm_option_name((enum vidmm_option)o), str ? str : "(unset)");
+        else if (str != NULL)
+            vidmm_log(VIDMM_LOG_INFO, "option %s=%s", vidmm_option_name((enum vidmm_option)o), str);
+        else
+            vidmm_log(VIDMM_LOG_INFO, "option %s=%lld", vidmm_option_name((enum vidmm_option)o),
+                      vidmm_option_get((enum vidmm_option)o));
+    }
+}
+
 static const struct vidmm_kernel_ops *select_ops(void)
 {
     const char *forced = vidmm_option_get_string(VIDMM_OPT_BACKEND);
     const struct vidmm_kernel_ops *ops;
 
+    log_options();
     if (forced != NULL && strcasecmp(forced, "auto") != 0) {
         int b = vidmm_backend_from_string(forced);
         if (b < 0) {
