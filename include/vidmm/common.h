@@ -43,7 +43,7 @@ VIDMM_API uint32_t vidmm_error_to_hresult(int err);
 
 /* ---------------------------------------------------------------------------------------------
  * Log hook. The library never prints on its own: warnings and notes go to the hook. When no
- * hook is set, messages at or below VIDMM_LOG_LEVEL (environment, default: none) go to stderr.
+ * hook is set, messages at or below VIDMM_LOG_LEVEL (environment, default -1: none) go to stderr.
  * ------------------------------------------------------------------------------------------- */
 enum vidmm_log_level {
     VIDMM_LOG_ERROR = 0,
@@ -67,7 +67,8 @@ VIDMM_API void vidmm_set_log_fn(vidmm_log_fn fn, void *arg, enum vidmm_log_level
 enum vidmm_option {
     VIDMM_OPT_BACKEND = 0,               /* string: scalar|sse2|avx2|avx512|neon (VIDMM_BACKEND) */
     VIDMM_OPT_DISABLE_CPU_FEATURES = 1,  /* string: comma list, e.g. "avx512,avx2" */
-    VIDMM_OPT_LOG_LEVEL = 2,             /* integer 0..3; also routes messages to stderr */
+    VIDMM_OPT_LOG_LEVEL = 2,             /* integer -1..3 (default -1: silent); routes messages
+                                            at or below it to stderr when no hook is set */
     VIDMM_OPT_NT_THRESHOLD = 3,          /* size: copies/fills to cached memory at least this long use
                                             non-temporal stores; 0 = the last-level cache size */
     VIDMM_OPT_WC_COPY = 4,               /* string: auto|nt|movdir64b - the copy-to-WC variant */

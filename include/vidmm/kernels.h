@@ -43,7 +43,8 @@ VIDMM_API int vidmm_backend_from_string(const char *name);
 
 /* vidmm_kernels_reset() forgets the backend choice, the copy-to-WC calibration and the
  * non-temporal threshold, so the next kernel call chooses again from the current options (tests
- * and benchmarks that change options with vidmm_option_set() use it). Thread safety: no kernel call may run concurrently. Can't fail. */
+ * and benchmarks that change options with vidmm_option_set() use it).
+ * Thread safety: no kernel call may run concurrently. Can't fail. */
 VIDMM_API void vidmm_kernels_reset(void);
 
 /* ---------------------------------------------------------------------------------------------
@@ -97,7 +98,8 @@ VIDMM_API int vidmm_copy_to_wc(void *dst, const void *src, size_t n);
 
 /* vidmm_copy_from_wc() copies 'n' bytes out of write-combined memory 'src' into cached memory
  * 'dst', reading 'src' with streaming loads (MOVNTDQA) where the backend has them (SSE4.1 and
- * later; the SSE2 and scalar backends use ordinary loads). Returns as vidmm_copy(). */
+ * later; the SSE2 and scalar backends use ordinary loads). Returns as vidmm_copy(). A chosen
+ * backend's version: vidmm_copy_ex(dst, src, n, VIDMM_MEM_CACHED, {backend, STREAM_LOAD}). */
 VIDMM_API int vidmm_copy_from_wc(void *dst, const void *src, size_t n);
 
 /* vidmm_copy_ex() is vidmm_copy() with a forced backend and/or variant.

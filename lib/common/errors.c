@@ -36,7 +36,7 @@ static const struct err_row err_rows[] = {
 
 static const struct err_row *row_of(int err)
 {
-    if (err > 0 || -err >= ERR_ROWS)
+    if (err > 0 || err <= -ERR_ROWS) /* also keeps INT_MIN from being negated */
         return NULL;
     return &err_rows[-err];
 }

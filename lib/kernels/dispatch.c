@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* lib/kernels/dispatch.c - choose the backend table once, honour VIDMM_BACKEND and
  * VIDMM_DISABLE_CPU_FEATURES, and answer what runs. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
@@ -80,7 +81,7 @@ static uint64_t parse_mask(const char *list)
  * the race is benign; relaxed/acquire-release order suffices (the table is a constant object). */
 static _Atomic uint64_t usable_cache;   /* bit 63 set = resolved */
 #define USABLE_RESOLVED (1ull << 63)
-static _Atomic(const struct vidmm_kernel_ops *) active_ops;
+_Atomic(const struct vidmm_kernel_ops *) vidmm_active_ops;
 
 uint64_t vidmm_cpu_usable(void)
 {
@@ -222,15 +223,23 @@ static const struct vidmm_kernel_ops *select_ops(void)
     return ops;
 }
 
-const struct vidmm_kernel_ops *vidmm_ops_active(void)
+/* The choice is made under 'select_lock' so that it happens once: racing first callers would
+ * otherwise each log the same warning. After that, the atomic pointer (read inline by
+ * vidmm_ops_active() in kernel_ops.h) is the whole fast path. */
+static pthread_mutex_t select_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const struct vidmm_kernel_ops *vidmm_ops_select(void)
 {
-    /* Acquire pairs with the release below; the tables are constants, so this only orders the
-     * pointer itself, but keeps TSan's view exact. */
-    const struct vidmm_kernel_ops *ops = atomic_load_explicit(&active_ops, memory_order_acquire);
-    if (VIDMM_LIKELY(ops != NULL))
-        return ops;
-    ops = select_ops();
-    atomic_store_explicit(&active_ops, ops, memory_order_release);
+    const struct vidmm_kernel_ops *ops;
+    pthread_mutex_lock(&select_lock);
+    ops = atomic_load_explicit(&vidmm_active_ops, memory_order_acquire);
+    if (ops == NULL) {
+        ops = select_ops();
+        /* Pairs with the acquire load in vidmm_ops_active(); the tables are constants, so this
+         * only orders the pointer itself, but keeps TSan's view exact. */
+        atomic_store_explicit(&vidmm_active_ops, ops, memory_order_release);
+    }
+    pthread_mutex_unlock(&select_lock);
     return ops;
 }
 
@@ -256,7 +265,7 @@ const char *vidmm_backend_name(void)
 void vidmm_kernels_reset(void)
 {
     atomic_store_explicit(&usable_cache, 0, memory_order_relaxed);
-    atomic_store_explicit(&active_ops, NULL, memory_order_release);
+    atomic_store_explicit(&vidmm_active_ops, NULL, memory_order_release);
     vidmm_wc_reset();
 }
 

@@ -18,7 +18,7 @@ int vidmm_fill32_ex(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind k
     /* DXGK_BUILDPAGINGBUFFER_FILL: FillSize is a multiple of 4 (spec/wddm-vidmm.md 9.3). */
     if ((unsigned)kind >= VIDMM_MEM_KIND_COUNT_ || !vidmm_range_ok(dst, n) || (n & 3u) != 0)
         return VIDMM_E_INVALID_ARG;
-    ops = vidmm_ops_get(backend);
+    ops = backend == VIDMM_BACKEND_AUTO ? vidmm_ops_active() : vidmm_ops_get(backend);
     if (ops == NULL)
         return VIDMM_E_UNSUPPORTED;
     if (strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_STREAM_LOAD)
@@ -46,7 +46,8 @@ int vidmm_fill32_ex(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind k
         ops->fill(dst, pattern, n);
         break;
     }
-    vidmm_finish_stores(dst, n, kind, streamed);
+    if (streamed || kind != VIDMM_MEM_CACHED)
+        vidmm_finish_stores(dst, n, kind, streamed);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include "vidmm/kernels.h"
 
@@ -44,8 +45,17 @@ extern const struct vidmm_kernel_ops vidmm_ops_avx2;
 extern const struct vidmm_kernel_ops vidmm_ops_avx512;
 #endif
 
-/* vidmm_ops_active() returns the dispatcher's table, choosing it on the first call. */
-const struct vidmm_kernel_ops *vidmm_ops_active(void);
+/* vidmm_ops_active() returns the dispatcher's table, choosing it on the first call. The fast
+ * path is inline (one acquire load, pairing with the release store in vidmm_ops_select()), since
+ * every kernel call goes through it; vidmm_ops_select() makes the choice. */
+extern _Atomic(const struct vidmm_kernel_ops *) vidmm_active_ops;
+const struct vidmm_kernel_ops *vidmm_ops_select(void);
+
+static inline const struct vidmm_kernel_ops *vidmm_ops_active(void)
+{
+    const struct vidmm_kernel_ops *ops = atomic_load_explicit(&vidmm_active_ops, memory_order_acquire);
+    return ops != NULL ? ops : vidmm_ops_select();
+}
 
 /* vidmm_ops_get() returns the table of backend 'b' (AUTO = the active one), or NULL when it is
  * not compiled in or not usable on this CPU. */

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/b_report.c - after the run: the table of every case (GB/s, time per call, ratio to the
+ * same-run memcpy or memset, ratio to the ceiling), the table of the issue's targets with
+ * "met" / "NOT met", and the summary JSON the gate (bench/bench_gate.c) compares.
+ *
+ * Every figure is the best repetition (shared/perf-notes.md measures "best of several runs":
+ * on a shared machine noise only ever slows a run down); the median is kept beside it. */
+#include "b_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Figures of one case.
+ * ------------------------------------------------------------------------------------------- */
+
+struct b_fig {
+    enum vbench_status status;
+    const char *reason;
+    int reps;
+    double best_s, median_s;   /* seconds per call */
+    double gbps, gbps_median;  /* 1e9 bytes per second; NAN unless status is OK */
+};
+
+static struct b_fig fig(int idx)
+{
+    struct b_fig f = { VBENCH_NOT_RUN, "not run", 0, NAN, NAN, NAN, NAN };
+    const struct b_case *c = b_case_at(idx < 0 ? (size_t)-1 : (size_t)idx);
+    struct vbench_result r;
+    if (c == NULL || c->id < 0 || vbench_result(c->id, &r) != 0)
+        return f;
+    f.status = r.status;
+    f.reason = r.status == VBENCH_NOT_RUN ? "not run" : r.reason;
+    if (r.status != VBENCH_OK || !(r.best_s > 0))
+        return f;
+    f.reps = r.reps;
+    f.best_s = r.best_s;
+    f.median_s = r.median_s;
+    f.gbps = (double)c->bytes / r.best_s / 1e9;
+    f.gbps_median = (double)c->bytes / r.median_s / 1e9;
+    return f;
+}
+
+static double ratio(int a, int b)
+{
+    if (a < 0 || b < 0)
+        return NAN;
+    return fig(a).gbps / fig(b).gbps;
+}
+
+static const char *size_label(size_t bytes, char *buf, size_t cap)
+{
+    if (bytes >= B_MiB && bytes % B_MiB == 0)
+        snprintf(buf, cap, "%zu MiB", bytes / B_MiB);
+    else if (bytes >= B_KiB && bytes % B_KiB == 0)
+        snprintf(buf, cap, "%zu KiB", bytes / B_KiB);
+    else
+        snprintf(buf, cap, "%zu B", bytes);
+    return buf;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The issue's targets.
+ * ------------------------------------------------------------------------------------------- */
+
+enum b_tkind {
+    B_T_RATIO,      /* gbps(case) / gbps(ref1) >= goal */
+    B_T_RATIO_MAX,  /* gbps(case) / max(gbps(ref1), gbps(ref2)) >= goal */
+    B_T_NS          /* ns per call of case < goal */
+};
+
+struct b_target {
+    char label[112];
+    char name[B_NAME_MAX];
+    char ref1[B_NAME_MAX];
+    char ref2[B_NAME_MAX];
+    enum b_tkind kind;
+    double goal;
+};
+
+#define B_MAX_TARGETS 32
+static struct b_target targets[B_MAX_TARGETS];
+static int ntargets = -1;
+
+static struct b_target *target_add(enum b_tkind kind, double goal)
+{
+    if (ntargets >= B_MAX_TARGETS)
+        return NULL;
+    struct b_target *t = &targets[ntargets++];
+    memset(t, 0, sizeof(*t));
+    t->kind = kind;
+    t->goal = goal;
+    return t;
+}
+
+static void build_targets(void)
+{
+    if (ntargets >= 0)
+        return;
+    ntargets = 0;
+    const char *nt = b_env.m.best_nt ? b_env.m.best_nt : "none";
+    const char *act = b_env.m.active_backend ? b_env.m.active_backend : "?";
+    static const size_t big[] = { 64 * B_MiB, 256 * B_MiB }, small[] = { 4 * B_KiB, 256 * B_KiB };
+    char sz[32];
+    struct b_target *t;
+
+    for (size_t i = 0; i < 2; i++) {
+        /* The hardware's limit is the faster bare loop: on Zen 3 the SSE2 one is sometimes
+         * ahead of the wider one at some sizes, so both are references. */
+        if ((t = target_add(B_T_RATIO_MAX, 0.95)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "copy to WC %s / best bare NT loop (%s, sse2)",
+                 size_label(big[i], sz, sizeof(sz)), nt);
+        snprintf(t->name, sizeof(t->name), "copy_wc/auto/auto/%zu", big[i]);
+        b_nt_ceiling_name(t->ref1, sizeof(t->ref1), VIDMM_BACKEND_AUTO, big[i]);
+        b_nt_ceiling_name(t->ref2, sizeof(t->ref2), VIDMM_BACKEND_SSE2, big[i]);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        if ((t = target_add(B_T_RATIO, 0.95)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "copy to cached %s / memcpy", size_label(small[i], sz, sizeof(sz)));
+        snprintf(t->name, sizeof(t->name), "copy/auto/auto/%zu", small[i]);
+        b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMCPY, small[i]);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        if ((t = target_add(B_T_RATIO_MAX, 0.97)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "copy to cached %s / max(memcpy, NT loop)",
+                 size_label(big[i], sz, sizeof(sz)));
+        snprintf(t->name, sizeof(t->name), "copy/auto/auto/%zu", big[i]);
+        b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMCPY, big[i]);
+        b_nt_ceiling_name(t->ref2, sizeof(t->ref2), VIDMM_BACKEND_AUTO, big[i]);
+    }
+    /* The fill target is for the fill users call (AUTO) at every size. The temporal kernel is
+     * also held to it where AUTO picks it, below the non-temporal threshold; above it, glibc's
+     * memset itself switches to streaming stores and the temporal kernel is not the policy. */
+    struct vidmm_cpu_info ci = { .size = sizeof(ci) };
+    size_t nt_threshold = vidmm_cpu_info(&ci) == 0 ? (size_t)ci.nt_threshold : 0;
+    for (size_t i = 0; i < B_NSIZES; i++) {
+        if (b_sizes[i] < nt_threshold) {
+            if ((t = target_add(B_T_RATIO, 0.95)) == NULL)
+                return;
+            snprintf(t->label, sizeof(t->label), "fill temporal (%s) %s / memset", act,
+                     size_label(b_sizes[i], sz, sizeof(sz)));
+            snprintf(t->name, sizeof(t->name), "fill/temporal/%s/%zu", act, b_sizes[i]);
+            b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMSET, b_sizes[i]);
+        }
+        if ((t = target_add(B_T_RATIO, 0.95)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "fill auto %s / memset", size_label(b_sizes[i], sz, sizeof(sz)));
+        snprintf(t->name, sizeof(t->name), "fill/auto/auto/%zu", b_sizes[i]);
+        b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMSET, b_sizes[i]);
+    }
+    if ((t = target_add(B_T_RATIO, 0.95)) != NULL) {
+        snprintf(t->label, sizeof(t->label), "writeback 64 MiB dirty / bare CLWB loop");
+        snprintf(t->name, sizeof(t->name), "flush/writeback/auto/%zu", 64 * B_MiB);
+        snprintf(t->ref1, sizeof(t->ref1), "ceiling/flush/clwb/%zu", 64 * B_MiB);
+    }
+    static const char *ops[] = { "writeback", "writeback_invalidate", "invalidate" };
+    for (size_t i = 0; i < 3; i++) {
+        if ((t = target_add(B_T_NS, 500)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "4 KiB %s flush, ns per call", ops[i]);
+        snprintf(t->name, sizeof(t->name), "flush/%s/auto/%zu", ops[i], 4 * B_KiB);
+    }
+}
+
+void b_target_cases(void)
+{
+    build_targets();
+    for (int i = 0; i < ntargets; i++) {
+        const char *names[3] = { targets[i].name, targets[i].ref1, targets[i].ref2 };
+        for (int j = 0; j < 3; j++) {
+            int idx = b_case_find(names[j]);
+            if (idx >= 0)
+                b_case_at((size_t)idx)->selected = true;
+        }
+    }
+}
+
+/* The measured value of target 't' (NAN when it can't be computed; '*why' says why). */
+static double target_value(const struct b_target *t, const char **why)
+{
+    int a = b_case_find(t->name), r1 = b_case_find(t->ref1), r2 = b_case_find(t->ref2);
+    struct b_fig fa = fig(a);
+    *why = NULL;
+    if (fa.status != VBENCH_OK) {
+        *why = fa.reason;
+        return NAN;
+    }
+    if (t->kind == B_T_NS)
+        return fa.best_s * 1e9;
+    struct b_fig f1 = fig(r1), f2 = fig(r2);
+    double den = f1.gbps;
+    if (t->kind == B_T_RATIO_MAX && f2.status == VBENCH_OK && !(f2.gbps <= den))
+        den = f2.gbps;
+    if (!(den > 0)) {
+        *why = "reference not measured";
+        return NAN;
+    }
+    return fa.gbps / den;
+}
+
+static bool target_met(const struct b_target *t, double v)
+{
+    return t->kind == B_T_NS ? v < t->goal : v >= t->goal;
+}
+
+static void goal_text(const struct b_target *t, char *buf, size_t cap)
+{
+    if (t->kind == B_T_NS)
+        snprintf(buf, cap, "< %.0f", t->goal);
+    else
+        snprintf(buf, cap, ">= %.2f", t->goal);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The tables.
+ * ------------------------------------------------------------------------------------------- */
+
+static int path_rank(const char *path)
+{
+    static const char *order[] = { "baseline", "ceiling", "copy_wc", "copy_from_wc", "copy", "copy_nc", "fill", "flush" };
+    for (int i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
+        if (strcmp(path, order[i]) == 0)
+            return i;
+    return 99;
+}
+
+/* Sort keys: path family, then the first appearance of path/variant/backend, then size. */
+struct b_row { int idx, rank, group; size_t bytes; };
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const struct b_row *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->group != b->group)
+        return a->group < b->group ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? -1 : 1;
+    return 0;
+}
+
+static bool same_group(const struct b_case *a, const struct b_case *b)
+{
+    return strcmp(a->path, b->path) == 0 && strcmp(a->variant, b->variant) == 0 && strcmp(a->backend, b->backend) == 0;
+}
+
+static struct b_row *sorted_rows(size_t *nrows)
+{
+    size_t n = b_case_count(), k = 0;
+    struct b_row *rows = calloc(n ? n : 1, sizeof(*rows));
+    if (rows == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct b_case *c = b_case_at(i);
+        if (c->id < 0)
+            continue;
+        size_t g = 0;
+        while (g < i && !same_group(b_case_at(g), c))
+            g++;
+        rows[k].idx = (int)i;
+        rows[k].rank = path_rank(c->path);
+        rows[k].group = (int)g;
+        rows[k].bytes = c->bytes;
+        k++;
+    }
+    qsort(rows, k, sizeof(*rows), row_cmp);
+    *nrows = k;
+    return rows;
+}
+
+static void print_num(double v, const char *fmt, int width)
+{
+    if (isnan(v))
+        printf("%*s", width, "-");
+    else
+        printf(fmt, width, v);
+}
+
+static const char *insn_of(enum vidmm_flush_op op)
+{
+    return vidmm_flush_insn_name(vidmm_flush_insn(op));
+}
+
+void b_report_print(const struct b_run_info *run)
+{
+    const struct b_machine *m = &b_env.m;
+    printf("\n==== vidmm bench (%s) ====\n", run->mode);
+    printf("vidmm %s, commit %s, %s\n", vidmm_version_string(), run->commit, run->date);
+    printf("cpu: %s (%s), line %u B, llc %llu KiB, nt threshold %llu KiB\n", m->cpu.model, m->cpu.vendor,
+           (unsigned)m->cpu.cache_line, (unsigned long long)(m->cpu.llc_bytes / 1024),
+           (unsigned long long)(m->cpu.nt_threshold / 1024));
+    printf("backend %s; copy-to-WC %s; flush writeback=%s writeback_invalidate=%s invalidate=%s\n",
+           m->active_backend, m->wc_variant, insn_of(VIDMM_FLUSH_WRITEBACK),
+           insn_of(VIDMM_FLUSH_WRITEBACK_INVALIDATE), insn_of(VIDMM_FLUSH_INVALIDATE));
+    if (m->feature_mismatch[0])
+        printf("WARNING: the library's CPU features differ from CPUID: %s\n", m->feature_mismatch);
+    printf("run: %.1f s; figures are the best repetition; x libc = / same-run memcpy (memset for fills)\n\n",
+           run->wall_s);
+
+    size_t n;
+    struct b_row *rows = sorted_rows(&n);
+    if (rows == NULL)
+        return;
+    printf("%-44s %9s %12s %8s %9s\n", "case", "GB/s", "ns/call", "x libc", "x ceiling");
+    const char *prev = "";
+    for (size_t i = 0; i < n; i++) {
+        const struct b_case *c = b_case_at((size_t)rows[i].idx);
+        if (strcmp(prev, c->path) != 0 && i > 0)
+            printf("\n");
+        prev = c->path;
+        struct b_fig f = fig(rows[i].idx);
+        printf("%-44s ", c->name);
+        if (f.status != VBENCH_OK) {
+            printf("%s: %s\n", f.status == VBENCH_SKIPPED ? "skipped" : f.status == VBENCH_FAILED ? "FAILED" : "not run",
+                   f.reason);
+            continue;
+        }
+        print_num(f.gbps, "%*.2f", 9);
+        printf(" ");
+        print_num(f.best_s * 1e9, "%*.0f", 12);
+        printf(" ");
+        print_num(ratio(rows[i].idx, c->ref_case), "%*.3f", 8);
+        printf(" ");
+        print_num(ratio(rows[i].idx, c->ceil_case), "%*.3f", 9);
+        printf("\n");
+    }
+    free(rows);
+
+    build_targets();
+    printf("\n---- targets (issue) ----\n");
+    printf("%-52s %10s %8s  %s\n", "target", "measured", "goal", "status");
+    for (int i = 0; i < ntargets; i++) {
+        const struct b_target *t = &targets[i];
+        const char *why;
+        double v = target_value(t, &why);
+        char goal[32];
+        goal_text(t, goal, sizeof(goal));
+        printf("%-52s ", t->label);
+        if (isnan(v))
+            printf("%10s %8s  n/a (%s)\n", "-", goal, why ? why : "?");
+        else
+            printf(t->kind == B_T_NS ? "%10.0f %8s  %s\n" : "%10.3f %8s  %s\n", v, goal,
+                   target_met(t, v) ? "met" : "NOT met");
+    }
+}
+
+int b_report_failed(void)
+{
+    int failed = 0;
+    for (size_t i = 0; i < b_case_count(); i++)
+        if (b_case_at(i)->id >= 0 && fig((int)i).status == VBENCH_FAILED)
+            failed++;
+    return failed;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The summary JSON.
+ * ------------------------------------------------------------------------------------------- */
+
+static void jstr(FILE *f, const char *s)
+{
+    if (s == NULL) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void jnum(FILE *f, double v)
+{
+    if (isnan(v) || isinf(v))
+        fputs("null", f);
+    else
+        fprintf(f, "%.6g", v);
+}
+
+static void jkey(FILE *f, const char *indent, const char *key)
+{
+    fprintf(f, "%s", indent);
+    jstr(f, key);
+    fputs(": ", f);
+}
+
+static void write_context(FILE *f, const struct b_run_info *run)
+{
+    const struct b_machine *m = &b_env.m;
+    const char *in = "    ";
+    fputs("  \"context\": {\n", f);
+    jkey(f, in, "date"); jstr(f, run->date); fputs(",\n", f);
+    jkey(f, in, "commit"); jstr(f, run->commit); fputs(",\n", f);
+    jkey(f, in, "mode"); jstr(f, run->mode); fputs(",\n", f);
+    jkey(f, in, "library_version"); jstr(f, vidmm_version_string()); fputs(",\n", f);
+    jkey(f, in, "cpu_vendor"); jstr(f, m->cpu.vendor); fputs(",\n", f);
+    jkey(f, in, "cpu_model"); jstr(f, m->cpu.model); fputs(",\n", f);
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t bits = pass == 0 ? m->cpu.features : m->cpu.usable;
+        jkey(f, in, pass == 0 ? "cpu_features" : "cpu_features_usable");
+        fputc('[', f);
+        int first = 1;
+        for (int b = 0; b < 64; b++) {
+            const char *name = (bits >> b) & 1 ? vidmm_cpu_feature_name(1ull << b) : NULL;
+            if (name == NULL)
+                continue;
+            if (!first)
+                fputs(", ", f);
+            jstr(f, name);
+            first = 0;
+        }
+        fputs("],\n", f);
+    }
+    jkey(f, in, "cpu_feature_mismatch"); jstr(f, m->feature_mismatch[0] ? m->feature_mismatch : NULL); fputs(",\n", f);
+    jkey(f, in, "cache_line"); fprintf(f, "%u,\n", (unsigned)m->cpu.cache_line);
+    jkey(f, in, "llc_bytes"); fprintf(f, "%llu,\n", (unsigned long long)m->cpu.llc_bytes);
+    jkey(f, in, "nt_threshold"); fprintf(f, "%llu,\n", (unsigned long long)m->cpu.nt_threshold);
+    jkey(f, in, "backend"); jstr(f, m->active_backend); fputs(",\n", f);
+    jkey(f, in, "backends"); fputs("[", f);
+    for (int b = 1; b < VIDMM_BACKEND_COUNT_; b++) {
+        fprintf(f, "%s{\"name\": ", b > 1 ? ", " : "");
+        jstr(f, vidmm_backend_to_string((enum vidmm_backend)b));
+        fprintf(f, ", \"supported\": %s}", vidmm_backend_supported((enum vidmm_backend)b) ? "true" : "false");
+    }
+    fputs("],\n", f);
+    jkey(f, in, "wc_copy_variant"); jstr(f, m->wc_variant); fputs(",\n", f);
+    jkey(f, in, "flush_insn");
+    fputs("{\"writeback\": ", f); jstr(f, insn_of(VIDMM_FLUSH_WRITEBACK));
+    fputs(", \"writeback_invalidate\": ", f); jstr(f, insn_of(VIDMM_FLUSH_WRITEBACK_INVALIDATE));
+    fputs(", \"invalidate\": ", f); jstr(f, insn_of(VIDMM_FLUSH_INVALIDATE));
+    fputs("},\n", f);
+    jkey(f, in, "bare_nt_loop"); jstr(f, m->best_nt); fputs(",\n", f);
+    jkey(f, in, "figure"); jstr(f, "best repetition; gbps = 1e9 bytes/s; ratios divide same-run figures"); fputs(",\n", f);
+    jkey(f, in, "gbench_json"); jstr(f, run->gbench_json); fputs(",\n", f);
+    jkey(f, in, "gbench_args"); jstr(f, run->gbench_args); fputs(",\n", f);
+    jkey(f, in, "wall_seconds"); jnum(f, run->wall_s); fputs("\n", f);
+    fputs("  },\n", f);
+}
+
+static void write_case(FILE *f, int idx, bool last)
+{
+    const struct b_case *c = b_case_at((size_t)idx);
+    struct b_fig fg = fig(idx);
+    bool ok = fg.status == VBENCH_OK;
+    double rref = ratio(idx, c->ref_case), rceil = ratio(idx, c->ceil_case);
+    fputs("    {\"name\": ", f); jstr(f, c->name);
+    fputs(", \"path\": ", f); jstr(f, c->path);
+    fputs(", \"variant\": ", f); jstr(f, c->variant);
+    fputs(", \"backend\": ", f); jstr(f, c->backend);
+    fprintf(f, ", \"bytes\": %zu", c->bytes);
+    fputs(", \"gbps\": ", f); jnum(f, fg.gbps);
+    fputs(", \"gbps_median\": ", f); jnum(f, fg.gbps_median);
+    fputs(", \"ns_per_call\": ", f); jnum(f, ok ? fg.best_s * 1e9 : NAN);
+    fprintf(f, ", \"reps\": %d", fg.reps);
+    fputs(", \"ratio_memcpy\": ", f); jnum(f, c->ref == B_REF_MEMCPY ? rref : NAN);
+    fputs(", \"ratio_memset\": ", f); jnum(f, c->ref == B_REF_MEMSET ? rref : NAN);
+    fputs(", \"ratio_ceiling\": ", f); jnum(f, rceil);
+    fputs(", \"baseline\": ", f); jstr(f, c->ref_name[0] ? c->ref_name : NULL);
+    fputs(", \"ceiling\": ", f); jstr(f, c->ceil_name[0] ? c->ceil_name : NULL);
+    fputs(", \"status\": ", f);
+    jstr(f, ok ? "ok" : fg.status == VBENCH_SKIPPED ? "skipped" : fg.status == VBENCH_FAILED ? "failed" : "not_run");
+    fprintf(f, ", \"skipped\": %s", ok ? "false" : "true");
+    fputs(", \"reason\": ", f); jstr(f, ok ? NULL : fg.reason);
+    fprintf(f, "}%s\n", last ? "" : ",");
+}
+
+int b_report_write_summary(const char *path, const struct b_run_info *run)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        return -1;
+    }
+    fputs("{\n  \"schema\": \"vidmm-bench-summary/1\",\n", f);
+    write_context(f, run);
+
+    size_t n;
+    struct b_row *rows = sorted_rows(&n);
+    fputs("  \"cases\": [\n", f);
+    for (size_t i = 0; rows != NULL && i < n; i++)
+        write_case(f, rows[i].idx, i + 1 == n);
+    fputs("  ],\n", f);
+    free(rows);
+
+    build_targets();
+    fputs("  \"targets\": [\n", f);
+    for (int i = 0; i < ntargets; i++) {
+        const struct b_target *t = &targets[i];
+        const char *why;
+        double v = target_value(t, &why);
+        char goal[32];
+        goal_text(t, goal, sizeof(goal));
+        fputs("    {\"target\": ", f); jstr(f, t->label);
+        fputs(", \"case\": ", f); jstr(f, t->name);
+        fputs(", \"reference\": ", f); jstr(f, t->ref1[0] ? t->ref1 : NULL);
+        fputs(", \"reference2\": ", f); jstr(f, t->ref2[0] ? t->ref2 : NULL);
+        fputs(", \"unit\": ", f); jstr(f, t->kind == B_T_NS ? "ns" : "ratio");
+        fputs(", \"measured\": ", f); jnum(f, v);
+        fputs(", \"goal\": ", f); jstr(f, goal);
+        fputs(", \"met\": ", f); fputs(isnan(v) ? "null" : target_met(t, v) ? "true" : "false", f);
+        fputs(", \"reason\": ", f); jstr(f, isnan(v) ? why : NULL);
+        fprintf(f, "}%s\n", i + 1 == ntargets ? "" : ",");
+    }
+    fputs("  ]\n}\n", f);
+    if (fclose(f) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}

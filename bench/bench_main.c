@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/bench_main.c - vidmm_bench: builds the case table, selects cases by mode and filter,
+ * runs them through Google Benchmark (bench/shim), then prints the tables and writes the summary
+ * JSON (bench/b_report.c).
+ *
+ * One program for every path family, rather than one per family: the ratios need the memcpy,
+ * memset and bare-loop references measured in the same run as the cases they divide. */
+#define _GNU_SOURCE
+#include "b_common.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static void help(void)
+{
+    fputs("vidmm_bench - vidmm's benchmark suite (Google Benchmark behind a C shim)\n"
+          "\n"
+          "  --vbench_mode=quick|full|targets\n"
+          "        quick (default): every case, --benchmark_min_time=0.05, 5 repetitions,\n"
+          "          random interleaving, CLFLUSH only up to 4 MiB. ~2.5 minutes on 2 cores.\n"
+          "        full: every case, --benchmark_min_time=0.5, 5 repetitions, random\n"
+          "          interleaving, CLFLUSH at every size.\n"
+          "        targets: only the cases of the issue's target table (and their references),\n"
+          "          --benchmark_min_time=0.2, 5 repetitions, random interleaving.\n"
+          "  --vbench_filter=REGEX   run only cases whose name matches the POSIX extended regular\n"
+          "        expression (names: path/variant/backend/bytes), plus the memcpy/memset and\n"
+          "        ceiling cases they are compared with.\n"
+          "  --vbench_out_dir=DIR    where the JSON files go (default: bench-results)\n"
+          "  --vbench_commit=SHA     recorded in the outputs (default: $VIDMM_BENCH_COMMIT, else\n"
+          "        \"unknown\")\n"
+          "Google Benchmark flags given after these override the mode's defaults (the last one\n"
+          "wins); --benchmark_filter filters the same names with \"/manual_time\" appended.\n"
+          "Figures are the best repetition; ratios divide figures of the same run.\n\n",
+          stdout);
+}
+
+static bool starts(const char *s, const char *prefix, const char **rest)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(s, prefix, n) != 0)
+        return false;
+    *rest = s + n;
+    return true;
+}
+
+/* Marks the memcpy/memset and ceiling cases of every selected case as selected too. */
+static void select_references(void)
+{
+    for (size_t i = 0; i < b_case_count(); i++) {
+        struct b_case *c = b_case_at(i);
+        if (!c->selected)
+            continue;
+        if (c->ref_case >= 0)
+            b_case_at((size_t)c->ref_case)->selected = true;
+        if (c->ceil_case >= 0)
+            b_case_at((size_t)c->ceil_case)->selected = true;
+    }
+}
+
+static int mkdir_p(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode_s = "quick", *filter = NULL, *out_dir = "bench-results";
+    const char *commit = getenv("VIDMM_BENCH_COMMIT");
+    const char *gb_out = NULL, *v;
+
+    /* Google Benchmark's argv: the mode's defaults first, then everything we do not own, so that
+     * a flag on the command line overrides a default (Google Benchmark keeps the last value). */
+    char **gargv = calloc((size_t)argc + 8, sizeof(char *));
+    char **rest = calloc((size_t)argc + 1, sizeof(char *));
+    if (gargv == NULL || rest == NULL)
+        return 2;
+    int nrest = 0;
+    for (int i = 1; i < argc; i++) {
+        if (starts(argv[i], "--vbench_mode=", &v))
+            mode_s = v;
+        else if (starts(argv[i], "--vbench_filter=", &v))
+            filter = v;
+        else if (starts(argv[i], "--vbench_out_dir=", &v))
+            out_dir = v;
+        else if (starts(argv[i], "--vbench_commit=", &v))
+            commit = v;
+        else {
+            if (starts(argv[i], "--benchmark_out=", &v))
+                gb_out = v;
+            rest[nrest++] = argv[i];
+        }
+    }
+    if (commit == NULL || commit[0] == '\0')
+        commit = "unknown";
+    if (strcmp(mode_s, "quick") == 0) {
+        b_env.mode = B_MODE_QUICK;
+    } else if (strcmp(mode_s, "full") == 0) {
+        b_env.mode = B_MODE_FULL;
+    } else if (strcmp(mode_s, "targets") == 0) {
+        b_env.mode = B_MODE_TARGETS;
+    } else {
+        fprintf(stderr, "vidmm_bench: unknown --vbench_mode=%s (quick, full, targets)\n", mode_s);
+        return 2;
+    }
+
+    static char out_flag[1200], gb_json[1100], summary[1100], args[2048];
+    int gargc = 0;
+    gargv[gargc++] = argv[0];
+    if (b_env.mode == B_MODE_QUICK) {
+        /* ~0.05 s of measured time per case and repetition: one pass over the ~300 cases takes
+         * ~30 s on the project's 2-core machine (AMD EPYC, Zen 3), so five interleaved passes
+         * (best of 5; a case and its references meet different moments of the machine) take
+         * ~140 s, leaving room for the build within the 5 minutes of the main job. One pass was
+         * too noisy there while other jobs ran: a ratio moved by 20% from run to run. */
+        gargv[gargc++] = "--benchmark_min_time=0.05";
+        gargv[gargc++] = "--benchmark_repetitions=5";
+        gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
+    } else if (b_env.mode == B_MODE_FULL) {
+        gargv[gargc++] = "--benchmark_min_time=0.5";
+        gargv[gargc++] = "--benchmark_repetitions=5";
+        gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
+    } else {
+        gargv[gargc++] = "--benchmark_min_time=0.2";
+        gargv[gargc++] = "--benchmark_repetitions=5";
+        gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
+    }
+    if (gb_out == NULL) {
+        snprintf(gb_json, sizeof(gb_json), "%s/gbench-%s.json", out_dir, mode_s);
+        snprintf(out_flag, sizeof(out_flag), "--benchmark_out=%s", gb_json);
+        gargv[gargc++] = out_flag;
+        gargv[gargc++] = "--benchmark_out_format=json";
+        gb_out = gb_json;
+    }
+    for (int i = 0; i < nrest; i++)
+        gargv[gargc++] = rest[i];
+    gargv[gargc] = NULL;
+    size_t alen = 0;
+    for (int i = 1; i < gargc && alen < sizeof(args); i++)
+        alen += (size_t)snprintf(args + alen, sizeof(args) - alen, "%s%s", i > 1 ? " " : "", gargv[i]);
+
+    if (vbench_init(&gargc, gargv, help) != 0)
+        return 2;
+    if (mkdir_p(out_dir) != 0) {
+        fprintf(stderr, "vidmm_bench: cannot create %s: %s\n", out_dir, strerror(errno));
+        return 2;
+    }
+
+    time_t now = time(NULL);
+    struct tm tm;
+    char date[32];
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    b_machine_init();
+
+    /* Size by size, so that each case runs close in time to the references of its size. */
+    for (size_t i = 0; i < B_NSIZES; i++) {
+        b_ceiling_cases(b_sizes[i]);
+        b_copy_cases(b_sizes[i]);
+        b_fill_cases(b_sizes[i]);
+        b_flush_cases(b_sizes[i]);
+    }
+    for (size_t i = 0; i < b_case_count(); i++) {
+        struct b_case *c = b_case_at(i);
+        c->ref_case = b_case_find(c->ref_name);
+        c->ceil_case = b_case_find(c->ceil_name);
+        c->selected = b_env.mode != B_MODE_TARGETS;
+    }
+    if (b_env.mode == B_MODE_TARGETS)
+        b_target_cases();
+    if (filter != NULL) {
+        regex_t re;
+        int err = regcomp(&re, filter, REG_EXTENDED | REG_NOSUB);
+        if (err != 0) {
+            char buf[256];
+            regerror(err, &re, buf, sizeof(buf));
+            fprintf(stderr, "vidmm_bench: bad --vbench_filter: %s\n", buf);
+            return 2;
+        }
+        for (size_t i = 0; i < b_case_count(); i++) {
+            struct b_case *c = b_case_at(i);
+            if (c->selected && regexec(&re, c->name, 0, NULL, 0) != 0)
+                c->selected = false;
+        }
+        regfree(&re);
+    }
+    select_references();
+
+    size_t cap = 0;
+    int nsel = 0;
+    for (size_t i = 0; i < b_case_count(); i++) {
+        struct b_case *c = b_case_at(i);
+        if (!c->selected)
+            continue;
+        nsel++;
+        if (c->bytes > cap)
+            cap = c->bytes;
+        if (c->body == b_flush_body && cap < B_FLUSH_GROUP_BYTES)
+            cap = B_FLUSH_GROUP_BYTES;
+    }
+    if (nsel == 0) {
+        fprintf(stderr, "vidmm_bench: no case matches\n");
+        return 2;
+    }
+    if (b_buffers_alloc(cap) != 0)
+        return 2;
+    for (size_t i = 0; i < b_case_count(); i++) {
+        struct b_case *c = b_case_at(i);
+        if (c->selected)
+            c->id = vbench_register(c->name, c->body, c);
+    }
+
+    char buf[64];
+    vbench_add_context("vidmm_version", vidmm_version_string());
+    vbench_add_context("vidmm_commit", commit);
+    vbench_add_context("vidmm_backend", b_env.m.active_backend);
+    vbench_add_context("vidmm_wc_copy_variant", b_env.m.wc_variant);
+    vbench_add_context("vidmm_flush_writeback", vidmm_flush_insn_name(vidmm_flush_insn(VIDMM_FLUSH_WRITEBACK)));
+    vbench_add_context("vidmm_flush_writeback_invalidate",
+                       vidmm_flush_insn_name(vidmm_flush_insn(VIDMM_FLUSH_WRITEBACK_INVALIDATE)));
+    vbench_add_context("vidmm_flush_invalidate", vidmm_flush_insn_name(vidmm_flush_insn(VIDMM_FLUSH_INVALIDATE)));
+    vbench_add_context("cpu_model", b_env.m.cpu.model);
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)b_env.m.cpu.nt_threshold);
+    vbench_add_context("vidmm_nt_threshold", buf);
+    vbench_add_context("vbench_mode", mode_s);
+
+    uint64_t t0 = vbench_now_ns();
+    vbench_run(true);
+    double wall = (double)(vbench_now_ns() - t0) / 1e9;
+
+    int ran = 0;
+    for (size_t i = 0; i < b_case_count(); i++) {
+        struct vbench_result r;
+        const struct b_case *c = b_case_at(i);
+        if (c->id >= 0 && vbench_result(c->id, &r) == 0 && r.status != VBENCH_NOT_RUN)
+            ran++;
+    }
+    if (ran == 0)
+        return 0;   /* --benchmark_list_tests, or a --benchmark_filter that matched nothing */
+
+    snprintf(summary, sizeof(summary), "%s/summary-%s.json", out_dir, mode_s);
+    struct b_run_info run = { commit, date, mode_s, gb_out, args, wall };
+    b_report_print(&run);
+    int rc = b_report_write_summary(summary, &run);
+    printf("\nGoogle Benchmark JSON: %s\nsummary JSON:          %s\n", gb_out, rc == 0 ? summary : "(not written)");
+    int failed = b_report_failed();
+    if (failed > 0)
+        printf("%d case(s) FAILED (see the table)\n", failed);
+    return failed > 0 || rc != 0 ? 1 : 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/common/t_lite.h - a stand-in for the part of Criterion the concurrency suite uses, for
+ * the ThreadSanitizer build only.
+ *
+ * Why: Criterion 2.4's runner shares an arena with its workers, mapped with MAP_FIXED at a
+ * random address between 0x2000'0000'0000 and 0x7f00'0000'0000 (BoxFort src/arena.c). Under
+ * TSan most of that range is shadow memory the runtime has reserved, so the mapping fails
+ * ("Could not initialize inheritable arena") and the runner crashes, in most runs with gcc and
+ * in some with clang. This header keeps the suite's source unchanged: the same Test() and
+ * cr_assert*() spellings, each test run in its own forked process (fresh library state, as
+ * under Criterion), exit status 77 for a skip, a time limit per test.
+ *
+ * Only what tests/concurrency and tests/common use is provided. */
+#ifndef VIDMM_TESTS_T_LITE_H
+#define VIDMM_TESTS_T_LITE_H
+
+#include <stdbool.h>
+#include <string.h>
+
+struct t_lite_test {
+    const char *suite;
+    const char *name;
+    void (*fn)(void);
+    double timeout; /* seconds; 0 = the default */
+    struct t_lite_test *next;
+};
+
+void t_lite_register(struct t_lite_test *t);
+/* No format attribute: an assertion without a message passes "" as its format, which
+ * -Wformat-zero-length would flag at every call. */
+void t_lite_check(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
+_Noreturn void t_lite_skip(const char *fmt, ...);
+
+/* Test(suite, name, .timeout = seconds): defines the body and registers it before main(). */
+#define Test(S, N, ...)                                                                            \
+    static void S##_##N##_body(void);                                                              \
+    static struct t_lite_test S##_##N##_desc = { .suite = #S, .name = #N, .fn = S##_##N##_body,     \
+                                                 __VA_ARGS__ };                                    \
+    __attribute__((constructor)) static void S##_##N##_register(void) { t_lite_register(&S##_##N##_desc); } \
+    static void S##_##N##_body(void)
+
+/* The message is optional, as in Criterion: "" glues onto a format literal or stands alone. */
+#define cr_assert(cond, ...) t_lite_check((cond), __FILE__, __LINE__, #cond, "" __VA_ARGS__)
+#define cr_assert_not(cond, ...) t_lite_check(!(cond), __FILE__, __LINE__, "!(" #cond ")", "" __VA_ARGS__)
+#define cr_assert_eq(a, b, ...) t_lite_check((a) == (b), __FILE__, __LINE__, #a " == " #b, "" __VA_ARGS__)
+#define cr_assert_neq(a, b, ...) t_lite_check((a) != (b), __FILE__, __LINE__, #a " != " #b, "" __VA_ARGS__)
+#define cr_assert_gt(a, b, ...) t_lite_check((a) > (b), __FILE__, __LINE__, #a " > " #b, "" __VA_ARGS__)
+#define cr_assert_geq(a, b, ...) t_lite_check((a) >= (b), __FILE__, __LINE__, #a " >= " #b, "" __VA_ARGS__)
+#define cr_assert_null(p, ...) t_lite_check((p) == NULL, __FILE__, __LINE__, #p " == NULL", "" __VA_ARGS__)
+#define cr_assert_not_null(p, ...) t_lite_check((p) != NULL, __FILE__, __LINE__, #p " != NULL", "" __VA_ARGS__)
+#define cr_assert_str_eq(a, b, ...)                                                                   \
+    t_lite_check((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0, __FILE__, __LINE__, #a " equals " #b, \
+                 "" __VA_ARGS__)
+#define cr_assert_fail(...) t_lite_check(false, __FILE__, __LINE__, "failure", "" __VA_ARGS__)
+#define cr_skip_test(...) t_lite_skip("" __VA_ARGS__)
+
+#endif /* VIDMM_TESTS_T_LITE_H */
