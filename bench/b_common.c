@@ -19,8 +19,9 @@ const size_t b_sizes[B_NSIZES] = {
 
 struct b_env b_env;
 
-/* Every kernel x backend x variant x size comes to ~300 cases; 1024 leaves room. */
-#define B_MAX_CASES 1024
+/* Every kernel x backend x variant x size comes to ~300 cases, and the swizzle cases (family x
+ * element size x direction x backend x surface or box) to ~570 more; 2048 leaves room. */
+#define B_MAX_CASES 2048
 static struct b_case cases[B_MAX_CASES];
 static size_t ncases;
 
@@ -157,7 +158,7 @@ const char *b_backend_skip_reason(enum vidmm_backend b)
  * Buffers.
  * ------------------------------------------------------------------------------------------- */
 
-static void *map_prefaulted(size_t n)
+void *b_map_prefaulted(size_t n)
 {
     int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #ifdef MAP_POPULATE
@@ -176,8 +177,8 @@ static void *map_prefaulted(size_t n)
 
 int b_buffers_alloc(size_t cap)
 {
-    b_env.src = map_prefaulted(cap);
-    b_env.dst = map_prefaulted(cap);
+    b_env.src = b_map_prefaulted(cap);
+    b_env.dst = b_map_prefaulted(cap);
     if (b_env.src == NULL || b_env.dst == NULL) {
         fprintf(stderr, "vidmm_bench: cannot map 2 x %zu MiB of buffers\n", cap / B_MiB);
         return -1;

@@ -51,7 +51,13 @@ enum b_call {
     B_CALL_CEIL_MOVDIR64B,
     B_CALL_CEIL_CLWB,
     B_CALL_CEIL_CLFLUSHOPT,
-    B_CALL_CEIL_CLFLUSH
+    B_CALL_CEIL_CLFLUSH,
+    B_CALL_SWIZZLE_EX,         /* vidmm_swizzle_ex({backend}), bench_swizzle.c */
+    B_CALL_SWIZZLE,            /* vidmm_swizzle() of a box */
+    B_CALL_SWIZZLE_SURFACE,    /* vidmm_swizzle_surface() */
+    B_CALL_DESWIZZLE_EX,       /* vidmm_deswizzle_ex({backend}) */
+    B_CALL_DESWIZZLE,          /* vidmm_deswizzle() of a box */
+    B_CALL_DESWIZZLE_SURFACE   /* vidmm_deswizzle_surface() */
 };
 
 /* Which same-run reference a case's "ratio_memcpy" / "ratio_memset" uses. */
@@ -74,6 +80,9 @@ struct b_case {
     enum vidmm_flush_op op;
     enum vidmm_flush_insn insn;
     const char *pre_skip;          /* non-NULL: skip with this reason, never run */
+    const void *spec;              /* what the body needs beyond these fields (bench_swizzle.c:
+                                      the surface, layout and box), NULL otherwise */
+    size_t buf_bytes;              /* bytes of src and dst the body uses, when more than 'bytes' */
     enum b_ref ref;
     char ref_name[B_NAME_MAX];     /* the memcpy/memset case of the same size, "" if none */
     char ceil_name[B_NAME_MAX];    /* the ceiling case, "" if none */
@@ -99,6 +108,9 @@ struct b_env {
     enum b_mode mode;
     unsigned char *src, *dst;        /* prefaulted, page-aligned, 'cap' bytes each */
     size_t cap;
+    unsigned char *tiled;            /* the swizzle cases' tiled surface, 'tiled_cap' bytes,
+                                        prefaulted; NULL when no swizzle case runs */
+    size_t tiled_cap;
     struct b_machine m;
 };
 extern struct b_env b_env;
@@ -133,6 +145,7 @@ extern const size_t b_nbackends;
 void b_copy_body(vbench_state *st, const void *arg);
 void b_fill_body(vbench_state *st, const void *arg);
 void b_flush_body(vbench_state *st, const void *arg);
+void b_swizzle_body(vbench_state *st, const void *arg);   /* bench_swizzle.c */
 
 /* b_clflush_quick_skip() returns the skip reason of a CLFLUSH case of 'bytes' outside --full
  * mode (see B_QUICK_CLFLUSH_MAX), or NULL. */
@@ -149,6 +162,9 @@ void b_copy_cases(size_t bytes);
 void b_fill_cases(size_t bytes);
 void b_flush_cases(size_t bytes);
 void b_ceiling_cases(size_t bytes);
+/* Swizzle cases exist for 4 MiB and 64 MiB only (the latter adds the 64x64 boxes and their
+ * memcpy baselines); other sizes add nothing. */
+void b_swizzle_cases(size_t bytes);
 
 /* ---------------------------------------------------------------------------------------------
  * Machine, buffers and small helpers (b_common.c, bench_ceiling.c).
@@ -163,6 +179,12 @@ void b_cpuid_probe(struct b_machine *m);
 /* b_buffers_alloc() maps the source and destination buffers, 'cap' bytes each, faults every
  * page in and writes a pattern into the source. Returns 0 or -1 (message printed). */
 int b_buffers_alloc(size_t cap);
+/* b_swizzle_alloc() maps b_env.tiled, as large as the largest tiled surface of the selected
+ * swizzle cases (none: nothing is mapped). Returns 0 or -1 (message printed). */
+int b_swizzle_alloc(void);
+/* b_map_prefaulted() maps 'n' bytes of anonymous memory with every page written once, or
+ * returns NULL. */
+void *b_map_prefaulted(size_t n);
 
 /* b_backend_skip_reason() returns why backend 'b' can't run here ("cpu lacks avx512"), or
  * NULL when it can. */

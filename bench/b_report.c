@@ -80,7 +80,7 @@ struct b_target {
     double goal;
 };
 
-#define B_MAX_TARGETS 32
+#define B_MAX_TARGETS 64
 static struct b_target targets[B_MAX_TARGETS];
 static int ntargets = -1;
 
@@ -93,6 +93,46 @@ static struct b_target *target_add(enum b_tkind kind, double goal)
     t->kind = kind;
     t->goal = goal;
     return t;
+}
+
+/* Issue 3: tiling and untiling at the AUTO backend with 4-byte elements (bench_swizzle.c):
+ * whole surfaces of the main families >= 0.9x memcpy at 4 MiB and >= 0.8x at 64 MiB; the
+ * generic equation path (the D3D 64 KB 32 bpp table as an EQUATION) >= 0.5x at 4 MiB; a
+ * 64x64-element box of the 64 MiB surface >= 0.5x the memcpy of the box's bytes. */
+static void swizzle_targets(void)
+{
+    static const char *fams[] = { "bl", "intel_y", "intel_4", "d3d64k", "morton" };
+    static const char *dirs[] = { "swizzle", "deswizzle" };
+    static const struct { size_t bytes; double goal; } whole[] = { { 4 * B_MiB, 0.9 }, { 64 * B_MiB, 0.8 } };
+    const size_t box = 64 * 64 * 4;
+    char sz[32];
+    struct b_target *t;
+
+    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+        for (size_t d = 0; d < 2; d++)
+            for (size_t w = 0; w < 2; w++) {
+                if ((t = target_add(B_T_RATIO, whole[w].goal)) == NULL)
+                    return;
+                snprintf(t->label, sizeof(t->label), "%s %s e4 %s / memcpy", dirs[d], fams[f],
+                         size_label(whole[w].bytes, sz, sizeof(sz)));
+                snprintf(t->name, sizeof(t->name), "%s/%s_e4/auto/%zu", dirs[d], fams[f], whole[w].bytes);
+                b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMCPY, whole[w].bytes);
+            }
+    for (size_t d = 0; d < 2; d++) {
+        if ((t = target_add(B_T_RATIO, 0.5)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "%s equation (d3d64k 32bpp) e4 4 MiB / memcpy", dirs[d]);
+        snprintf(t->name, sizeof(t->name), "%s/eq_e4/auto/%zu", dirs[d], 4 * B_MiB);
+        b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMCPY, 4 * B_MiB);
+    }
+    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+        for (size_t d = 0; d < 2; d++) {
+            if ((t = target_add(B_T_RATIO, 0.5)) == NULL)
+                return;
+            snprintf(t->label, sizeof(t->label), "%s %s e4 64x64 box of 64 MiB / memcpy", dirs[d], fams[f]);
+            snprintf(t->name, sizeof(t->name), "%s/%s_e4_box64/auto/%zu", dirs[d], fams[f], box);
+            b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMCPY, box);
+        }
 }
 
 static void build_targets(void)
@@ -165,6 +205,7 @@ static void build_targets(void)
         snprintf(t->label, sizeof(t->label), "4 KiB %s flush, ns per call", ops[i]);
         snprintf(t->name, sizeof(t->name), "flush/%s/auto/%zu", ops[i], 4 * B_KiB);
     }
+    swizzle_targets();
 }
 
 void b_target_cases(void)
@@ -222,7 +263,8 @@ static void goal_text(const struct b_target *t, char *buf, size_t cap)
 
 static int path_rank(const char *path)
 {
-    static const char *order[] = { "baseline", "ceiling", "copy_wc", "copy_from_wc", "copy", "copy_nc", "fill", "flush" };
+    static const char *order[] = { "baseline", "ceiling", "copy_wc", "copy_from_wc", "copy", "copy_nc", "fill", "flush",
+                                   "swizzle", "deswizzle" };
     for (int i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
         if (strcmp(path, order[i]) == 0)
             return i;

@@ -22,14 +22,17 @@ static void help(void)
           "\n"
           "  --vbench_mode=quick|full|targets\n"
           "        quick (default): every case, --benchmark_min_time=0.05, 5 repetitions,\n"
-          "          random interleaving, CLFLUSH only up to 4 MiB. ~2.5 minutes on 2 cores.\n"
+          "          random interleaving, CLFLUSH only up to 4 MiB; swizzle: the named backends\n"
+          "          on 4 MiB surfaces of 4-byte elements, everything else at AUTO, no boxes of\n"
+          "          16-byte elements (bench/bench_swizzle.c). ~3.5 minutes on 2 cores.\n"
           "        full: every case, --benchmark_min_time=0.5, 5 repetitions, random\n"
           "          interleaving, CLFLUSH at every size.\n"
           "        targets: only the cases of the issue's target table (and their references),\n"
           "          --benchmark_min_time=0.2, 5 repetitions, random interleaving.\n"
           "  --vbench_filter=REGEX   run only cases whose name matches the POSIX extended regular\n"
           "        expression (names: path/variant/backend/bytes), plus the memcpy/memset and\n"
-          "        ceiling cases they are compared with.\n"
+          "        ceiling cases they are compared with. 'swizzle|deswizzle' runs the tiling\n"
+          "        cases alone (swizzle/bl_e4/auto/4194304, deswizzle/morton_e4_box64/...).\n"
           "  --vbench_out_dir=DIR    where the JSON files go (default: bench-results)\n"
           "  --vbench_commit=SHA     recorded in the outputs (default: $VIDMM_BENCH_COMMIT, else\n"
           "        \"unknown\")\n"
@@ -126,7 +129,9 @@ int main(int argc, char **argv)
          * ~30 s on the project's 2-core machine (AMD EPYC, Zen 3), so five interleaved passes
          * (best of 5; a case and its references meet different moments of the machine) take
          * ~140 s, leaving room for the build within the 5 minutes of the main job. One pass was
-         * too noisy there while other jobs ran: a ratio moved by 20% from run to run. */
+         * too noisy there while other jobs ran: a ratio moved by 20% from run to run. The
+         * swizzle cases add ~70 s (~156 running cases; bench_swizzle.c trims the quick set):
+         * ~200 s in all. */
         gargv[gargc++] = "--benchmark_min_time=0.05";
         gargv[gargc++] = "--benchmark_repetitions=5";
         gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
@@ -174,6 +179,7 @@ int main(int argc, char **argv)
         b_copy_cases(b_sizes[i]);
         b_fill_cases(b_sizes[i]);
         b_flush_cases(b_sizes[i]);
+        b_swizzle_cases(b_sizes[i]);
     }
     for (size_t i = 0; i < b_case_count(); i++) {
         struct b_case *c = b_case_at(i);
@@ -210,6 +216,8 @@ int main(int argc, char **argv)
         nsel++;
         if (c->bytes > cap)
             cap = c->bytes;
+        if (c->buf_bytes > cap)
+            cap = c->buf_bytes;
         if (c->body == b_flush_body && cap < B_FLUSH_GROUP_BYTES)
             cap = B_FLUSH_GROUP_BYTES;
     }
@@ -217,7 +225,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "vidmm_bench: no case matches\n");
         return 2;
     }
-    if (b_buffers_alloc(cap) != 0)
+    if (b_buffers_alloc(cap) != 0 || b_swizzle_alloc() != 0)
         return 2;
     for (size_t i = 0; i < b_case_count(); i++) {
         struct b_case *c = b_case_at(i);

@@ -4,10 +4,11 @@
 # (bench/, Google Benchmark behind a C shim), printing the table of every path, the table of the
 # issue's targets, and the paths of the two JSON files it wrote.
 #
-#   tools/bench.sh                  quick mode: every case, best of 5 short runs (~2.5 min on 2 cores)
-#   tools/bench.sh --full           every case, 5 runs 10x longer, CLFLUSH at all sizes (~25 min)
-#   tools/bench.sh --targets        only the target table's cases, 5 runs each (~1-2 min)
+#   tools/bench.sh                  quick mode: every case, best of 5 short runs (~3.5 min on 2 cores)
+#   tools/bench.sh --full           every case, 5 runs 10x longer, CLFLUSH at all sizes (~50 min)
+#   tools/bench.sh --targets        only the target table's cases, 5 runs each (~2 min)
 #   tools/bench.sh 'copy_wc/'       quick mode, cases matching a regex (plus their references)
+#   tools/bench.sh 'swizzle|deswizzle'   the tiling cases only, with their memcpy references
 #   tools/bench.sh -- --benchmark_min_time=0.2   any Google Benchmark flag after --
 #
 # Outputs (default build/release/bench-results/, --out DIR to change):
@@ -17,7 +18,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '3,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '3,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

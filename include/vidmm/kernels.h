@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "api.h"
+#include "common.h"
 
 VIDMM_BEGIN_DECLS
 

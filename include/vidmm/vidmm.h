@@ -6,5 +6,6 @@
 #include "version.h"
 #include "common.h"
 #include "kernels.h"
+#include "swizzle.h"
 
 #endif /* VIDMM_VIDMM_H */

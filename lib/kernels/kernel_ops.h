@@ -32,6 +32,16 @@ struct vidmm_kernel_ops {
     void (*copy_stream)(void *restrict dst, const void *restrict src, size_t n);
     void (*fill)(void *dst, uint32_t pattern, size_t n);
     void (*fill_nt)(void *dst, uint32_t pattern, size_t n);
+    /* Swizzle: writes one whole tile of 'granules' 16-byte granules in address order with
+     * streaming stores: granule g (at tile + 16 g) comes from linear row e >> 6, run e & 63,
+     * where e = inv[g ^ gxor] (the inverse of the tile's offset tables, swizzle.c). 'tile' is
+     * 16-byte aligned. NULL in a table without streaming stores. */
+    void (*swz_tile16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint16_t *inv,
+                          unsigned granules, unsigned gxor);
+    /* The same tile written row by row instead (run c of row r to tile + (xo[c] ^ yo[r] ^ zoff)),
+     * for layouts where one row of a tile touches few lines, so few lines are open at once. */
+    void (*swz_rows16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows);
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

@@ -52,4 +52,6 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .copy_stream = copy_scalar,
     .fill = fill_scalar,
     .fill_nt = fill_scalar,
+    .swz_tile16_nt = NULL,
+    .swz_rows16_nt = NULL,
 };

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* include/vidmm/swizzle.h - tiled surface layouts: sizes, subresource offsets, and copies of any
+ * box of any mip and layer between a linear buffer and the tiled surface. The layouts are
+ * exactly those of shared/spec/tiling.md (section numbers below refer to it). */
+#ifndef VIDMM_SWIZZLE_H
+#define VIDMM_SWIZZLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "api.h"
+#include "common.h"
+#include "kernels.h"
+
+VIDMM_BEGIN_DECLS
+
+/* ---------------------------------------------------------------------------------------------
+ * Layouts.
+ * ------------------------------------------------------------------------------------------- */
+enum vidmm_tiling {
+    VIDMM_TILING_LINEAR = 0,        /* pitch-linear: row after row, 'pitch' bytes apart */
+    VIDMM_TILING_BLOCK_LINEAR = 1,  /* NVIDIA / Tegra GOBs and blocks (section 3) */
+    VIDMM_TILING_INTEL_X = 2,       /* Intel X tiles, 512 B x 8 rows (section 4) */
+    VIDMM_TILING_INTEL_Y = 3,       /* Intel legacy Y (Y0), 128 B x 32 rows */
+    VIDMM_TILING_INTEL_4 = 4,       /* Intel Tile4, 128 B x 32 rows */
+    VIDMM_TILING_D3D_STD_4K = 5,    /* D3D standard swizzle, 4 KB pages (section 5.2; 3D: D3D/GFX9 order) */
+    VIDMM_TILING_D3D_STD_64K = 6,   /* D3D standard swizzle, 64 KB pages */
+    VIDMM_TILING_AMD_GFX10 = 7,     /* AMD addrlib GFX10 swizzle mode 'amd_swizzle_mode' (5.3-5.6) */
+    VIDMM_TILING_EQUATION = 8,      /* the caller's address equation, blocks row-major (5.5) */
+    VIDMM_TILING_MORTON = 9,        /* Morton / Z order, 2D and 3D (section 6) */
+    VIDMM_TILING_COUNT_ = 10
+};
+
+/* A generic address equation (section 2.1): address bit i of a block of 2^bits bytes is the XOR
+ * of the coordinate bits term[i][0..4] (x in BYTES, y in rows, z in slices). This is the form
+ * AMD's addrlib exports (ADDR_EQUATION). Terms may name bits above the block: they are fed the
+ * full coordinates. */
+#define VIDMM_EQ_MAX_BITS 20
+#define VIDMM_EQ_MAX_TERMS 5
+enum vidmm_eq_channel {
+    VIDMM_EQ_NONE = 0, /* unused term */
+    VIDMM_EQ_X = 1,    /* byte column */
+    VIDMM_EQ_Y = 2,    /* row */
+    VIDMM_EQ_Z = 3     /* slice (3D) or array layer (2D) */
+};
+struct vidmm_eq_term {
+    uint8_t channel;   /* enum vidmm_eq_channel */
+    uint8_t bit;       /* 0..31 */
+};
+struct vidmm_equation {
+    uint32_t bits;     /* the block is 2^bits bytes; 4..VIDMM_EQ_MAX_BITS */
+    bool thick;        /* true: z bits select slices inside a slab of blocks (3D);
+                          false: z terms are XOR modifiers from the array layer (2D) */
+    struct vidmm_eq_term term[VIDMM_EQ_MAX_BITS][VIDMM_EQ_MAX_TERMS];
+};
+
+/* Layout flags. */
+#define VIDMM_TILING_FLAG_BIT6 (1u << 0) /* Intel X / Y: the bit-6 address swizzle (section 4.4) */
+
+/* How a surface is tiled. Initialise with VIDMM_TILE_LAYOUT_INIT(tiling) and set what the
+ * tiling uses; fields a tiling does not use must be 0. */
+struct vidmm_tile_layout {
+    size_t size;                  /* sizeof(struct vidmm_tile_layout) */
+    enum vidmm_tiling tiling;
+    uint32_t flags;               /* VIDMM_TILING_FLAG_* */
+    uint32_t block_height;        /* BLOCK_LINEAR: GOBs per block for mip 0, 1..32 (power of 2);
+                                     0 = automatic (3.4; 1 for 3D surfaces) */
+    uint32_t block_depth;         /* BLOCK_LINEAR: 1..16 (power of 2); 0 = automatic */
+    uint32_t pitch;               /* LINEAR, INTEL_*: row pitch in bytes of mip 0; 0 = minimal (Intel:
+                                     the row rounded up to the tile width) */
+    uint32_t swizzle_unit;        /* MORTON: bytes reordered as one unit, dividing the element
+                                     size (6.3); 0 = the element size */
+    uint32_t amd_swizzle_mode;    /* AMD_GFX10: addrlib AddrSwizzleMode, 5 (SW_4KB_S), 9 (SW_64KB_S)
+                                     or 27 (SW_64KB_R_X, 32 bpp, Navi10 configuration) */
+    const struct vidmm_equation *equation; /* EQUATION: read during each call only */
+};
+#define VIDMM_TILE_LAYOUT_INIT(t) { sizeof(struct vidmm_tile_layout), (t), 0, 0, 0, 0, 0, 0, NULL }
+
+/* ---------------------------------------------------------------------------------------------
+ * Surfaces.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A surface: width x height x depth pixels (depth > 1: a 3D texture), in elements of
+ * element_bytes (1..16, including 3, 6 and 12); a block-compressed format is described by its
+ * block size in pixels (4 x 4 for BCn) and its block bytes as the element size. Mip m has
+ * max(1, W >> m) x max(1, H >> m) x max(1, D >> m) pixels, rounded up to whole blocks.
+ * The packed linear order of a whole surface is layer 0 mips 0..M-1, layer 1 ..., each mip
+ * its slices of rows of elements, tightly packed. */
+struct vidmm_surface_desc {
+    size_t size;                  /* sizeof(struct vidmm_surface_desc) */
+    uint32_t width, height, depth;
+    uint32_t element_bytes;
+    uint32_t block_width, block_height; /* compressed block in pixels; 1 x 1 when uncompressed */
+    uint32_t mip_levels;          /* >= 1 */
+    uint32_t array_layers;        /* >= 1 (6 for a cube) */
+};
+
+/* What one mip of one layer is. */
+struct vidmm_subresource_info {
+    size_t size;                  /* sizeof(struct vidmm_subresource_info), set by the caller */
+    uint32_t width, height, depth;   /* in elements (blocks) */
+    uint64_t tiled_offset;        /* where it starts in the tiled surface (for an AMD mip-tail mip:
+                                     the tail block it lives in) */
+    uint64_t tiled_size;          /* bytes it spans in the tiled surface */
+    uint64_t linear_offset;       /* where it starts in the packed linear order */
+    uint64_t linear_size;         /* width * height * depth * element_bytes */
+    uint32_t block_height;        /* BLOCK_LINEAR: GOBs per block used for this mip */
+    uint32_t block_depth;         /* BLOCK_LINEAR: slices per block used for this mip */
+};
+
+/* vidmm_surface_tiled_size() stores in '*bytes' the size of the whole tiled surface (every
+ * layer, mip and padding byte); vidmm_surface_linear_size() the size of the packed linear
+ * order. Returns: 0, or VIDMM_E_INVALID_ARG (a descriptor field out of range, zero sizes, a
+ * size that overflows 64 bits, an element size the tiling cannot take), VIDMM_E_UNSUPPORTED
+ * (a combination the spec does not define: mip chains or arrays for Intel tilings, mip chains
+ * for D3D standard swizzle and EQUATION). */
+VIDMM_API int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout,
+                                       const struct vidmm_surface_desc *surface, uint64_t *bytes);
+VIDMM_API int vidmm_surface_linear_size(const struct vidmm_tile_layout *layout,
+                                        const struct vidmm_surface_desc *surface, uint64_t *bytes);
+
+/* vidmm_surface_subresource() describes mip 'mip' of layer 'layer' in '*info'.
+ * Returns: as vidmm_surface_tiled_size(), and VIDMM_E_INVALID_ARG for a mip or layer out of
+ * range or info->size too small. */
+VIDMM_API int vidmm_surface_subresource(const struct vidmm_tile_layout *layout,
+                                        const struct vidmm_surface_desc *surface, uint32_t mip,
+                                        uint32_t layer, struct vidmm_subresource_info *info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Copies.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A box of elements (blocks for compressed formats) of one mip: [x, x + width) x
+ * [y, y + height) x [z, z + depth). For the Intel tilings, whose layouts are defined on bytes,
+ * use element_bytes 1 and give x and width in bytes. */
+struct vidmm_box {
+    uint32_t x, y, z;
+    uint32_t width, height, depth;
+};
+
+/* vidmm_swizzle() copies box 'box' (NULL: the whole mip) of mip 'mip', layer 'layer' from the
+ * linear buffer into the tiled surface 'tiled'. 'linear' points at the box's first element;
+ * row 'r' of slice 's' of the box starts at linear + s * slice_pitch + r * row_pitch; the
+ * pitches must hold a row (a slice) of the box. Only the box's bytes of 'tiled' are written.
+ * vidmm_deswizzle() copies the other way; only the box's bytes of 'linear' are written.
+ * 'tiled_size' must be at least vidmm_surface_tiled_size(); 'linear_size' must hold the box.
+ * Returns: 0, or VIDMM_E_INVALID_ARG (bad descriptor, box empty or outside the mip, NULL
+ * buffer, pitch too small, a buffer too small), VIDMM_E_OVERLAP (the buffers overlap),
+ * VIDMM_E_UNSUPPORTED (as vidmm_surface_tiled_size()). On error nothing is written.
+ * Thread safety: safe from any thread; concurrent copies into the same bytes race. */
+VIDMM_API int vidmm_swizzle(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                            uint32_t mip, uint32_t layer, const struct vidmm_box *box,
+                            void *tiled, size_t tiled_size,
+                            const void *linear, size_t linear_size, size_t row_pitch, size_t slice_pitch);
+VIDMM_API int vidmm_deswizzle(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                              uint32_t mip, uint32_t layer, const struct vidmm_box *box,
+                              const void *tiled, size_t tiled_size,
+                              void *linear, size_t linear_size, size_t row_pitch, size_t slice_pitch);
+
+/* vidmm_swizzle_surface() tiles every layer and mip from the packed linear order into 'tiled';
+ * padding bytes of 'tiled' are not written. vidmm_deswizzle_surface() untiles every layer and
+ * mip into the packed linear order. Returns as vidmm_swizzle(). */
+VIDMM_API int vidmm_swizzle_surface(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                                    void *tiled, size_t tiled_size, const void *linear, size_t linear_size);
+VIDMM_API int vidmm_deswizzle_surface(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                                      const void *tiled, size_t tiled_size, void *linear, size_t linear_size);
+
+/* The _ex forms take kernel options: a forced backend (SCALAR runs the reference walk, which
+ * maps every run through the layout's address function; the others the fast paths), and a
+ * strategy - STREAM_LOAD when the tiled source of a deswizzle is write-combined memory,
+ * NONTEMPORAL to force streaming stores (AUTO: streaming stores when the destination exceeds
+ * the non-temporal threshold). 'opts' may be NULL. Returns as the plain forms, and
+ * VIDMM_E_UNSUPPORTED for an unusable backend or a strategy copies do not have (MOVDIR64B, LIBC). */
+VIDMM_API int vidmm_swizzle_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                               uint32_t mip, uint32_t layer, const struct vidmm_box *box,
+                               void *tiled, size_t tiled_size,
+                               const void *linear, size_t linear_size, size_t row_pitch, size_t slice_pitch,
+                               const struct vidmm_kernel_opts *opts);
+VIDMM_API int vidmm_deswizzle_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                                 uint32_t mip, uint32_t layer, const struct vidmm_box *box,
+                                 const void *tiled, size_t tiled_size,
+                                 void *linear, size_t linear_size, size_t row_pitch, size_t slice_pitch,
+                                 const struct vidmm_kernel_opts *opts);
+
+VIDMM_API int vidmm_swizzle_surface_ex(const struct vidmm_tile_layout *layout,
+                                       const struct vidmm_surface_desc *surface, void *tiled, size_t tiled_size,
+                                       const void *linear, size_t linear_size, const struct vidmm_kernel_opts *opts);
+VIDMM_API int vidmm_deswizzle_surface_ex(const struct vidmm_tile_layout *layout,
+                                         const struct vidmm_surface_desc *surface, const void *tiled,
+                                         size_t tiled_size, void *linear, size_t linear_size,
+                                         const struct vidmm_kernel_opts *opts);
+
+VIDMM_END_DECLS
+
+#endif /* VIDMM_SWIZZLE_H */

@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernels/swizzle.c - the swizzle engine: descriptor checks common to every tiling, sizes
+ * and subresources, the pitch-linear family, and the reference copy that walks a box row by
+ * row and run by run through the family's address function (tiling.md section 8). */
+#include <string.h>
+#include "arch/arch.h"
+#include "common/internal.h"
+#include "kernels/kernel_ops.h"
+#include "kernels/swizzle_internal.h"
+
+/* The first published versions of the public structs end after these fields. */
+#define LAYOUT_V0_SIZE (offsetof(struct vidmm_tile_layout, equation) + sizeof(const struct vidmm_equation *))
+#define SURFACE_V0_SIZE (offsetof(struct vidmm_surface_desc, array_layers) + sizeof(uint32_t))
+#define SUBRES_V0_SIZE (offsetof(struct vidmm_subresource_info, block_depth) + sizeof(uint32_t))
+
+static const struct vidmm_swz_family *family_of(enum vidmm_tiling t)
+{
+    switch (t) {
+    case VIDMM_TILING_LINEAR: return &vidmm_swz_linear;
+    case VIDMM_TILING_BLOCK_LINEAR: return &vidmm_swz_block_linear;
+    case VIDMM_TILING_INTEL_X:
+    case VIDMM_TILING_INTEL_Y:
+    case VIDMM_TILING_INTEL_4: return &vidmm_swz_intel;
+    case VIDMM_TILING_D3D_STD_4K:
+    case VIDMM_TILING_D3D_STD_64K:
+    case VIDMM_TILING_AMD_GFX10:
+    case VIDMM_TILING_EQUATION: return &vidmm_swz_equation;
+    case VIDMM_TILING_MORTON: return &vidmm_swz_morton;
+    default: return NULL;
+    }
+}
+
+static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+static bool add_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a > UINT64_MAX - b)
+        return false;
+    *out = a + b;
+    return true;
+}
+
+/* load() validates what every tiling shares and copies the descriptors into '*s'. The limits:
+ * elements of 1..16 bytes (tiling.md conventions), compressed blocks of 1..16 pixels a side,
+ * no more mips than the largest extent allows, and 3D textures without array layers (no API
+ * the layouts come from has 3D arrays). */
+static int load(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                struct vidmm_swz_surface *s, const struct vidmm_swz_family **fam)
+{
+    if (layout == NULL || surface == NULL || layout->size < LAYOUT_V0_SIZE || surface->size < SURFACE_V0_SIZE)
+        return VIDMM_E_INVALID_ARG;
+    memset(s, 0, sizeof(*s));
+    memcpy(&s->layout, layout, LAYOUT_V0_SIZE);
+    s->layout.size = sizeof(s->layout);
+    *fam = family_of(s->layout.tiling);
+    if (*fam == NULL)
+        return VIDMM_E_INVALID_ARG;
+    if (s->layout.tiling == VIDMM_TILING_EQUATION) {
+        if (s->layout.equation == NULL)
+            return VIDMM_E_INVALID_ARG;
+        s->eq = *s->layout.equation;
+        s->layout.equation = &s->eq;
+    } else if (s->layout.equation != NULL) {
+        return VIDMM_E_INVALID_ARG;
+    }
+
+    s->width = surface->width;
+    s->height = surface->height;
+    s->depth = surface->depth;
+    s->elem = surface->element_bytes;
+    s->bw = surface->block_width;
+    s->bh = surface->block_height;
+    s->mips = surface->mip_levels;
+    s->layers = surface->array_layers;
+    if (s->width == 0 || s->height == 0 || s->depth == 0 || s->elem == 0 || s->elem > 16 || s->bw == 0 ||
+        s->bw > 16 || s->bh == 0 || s->bh > 16 || s->mips == 0 || s->layers == 0)
+        return VIDMM_E_INVALID_ARG;
+    if (s->depth > 1 && s->layers > 1)
+        return VIDMM_E_INVALID_ARG;
+    uint32_t largest = s->width > s->height ? s->width : s->height;
+    if (s->depth > largest)
+        largest = s->depth;
+    /* Mips in a full chain: 1 + floor(log2(largest)). 64-bit shift: a 32-bit one by 32 is
+     * undefined (and on x86 shifts by 0, which looped forever on 2^32 - 1 extents). */
+    uint32_t chain = 1;
+    while (((uint64_t)largest >> chain) != 0)
+        chain++;
+    if (s->mips > chain)
+        return VIDMM_E_INVALID_ARG;
+    return (*fam)->check(s);
+}
+
+/* linear_layout() computes the packed linear offset of (mip, layer) and, with mip == mips and
+ * layer == layers - 1, the total. Layers, then mips; every product checked. */
+static int linear_offset(const struct vidmm_swz_surface *s, uint32_t mip, uint32_t layer, uint64_t *offset)
+{
+    uint64_t per_layer = 0, before = 0;
+    for (uint32_t m = 0; m < s->mips; m++) {
+        uint64_t sz;
+        uint32_t w = vidmm_swz_mip_dim(s->width, s->bw, m), h = vidmm_swz_mip_dim(s->height, s->bh, m);
+        uint32_t d = vidmm_swz_mip_dim(s->depth, 1, m);
+        if (!mul_ok((uint64_t)w * h, (uint64_t)d * s->elem, &sz) || !add_ok(per_layer, sz, &per_layer))
+            return VIDMM_E_INVALID_ARG;
+        if (m < mip)
+            before += sz;
+    }
+    uint64_t base;
+    if (!mul_ok(per_layer, layer, &base) || !add_ok(base, before, offset))
+        return VIDMM_E_INVALID_ARG;
+    /* The total must fit as well, so that every offset inside it does. */
+    uint64_t total;
+    if (!mul_ok(per_layer, s->layers, &total))
+        return VIDMM_E_INVALID_ARG;
+    return 0;
+}
+
+static int linear_total(const struct vidmm_swz_surface *s, uint64_t *bytes)
+{
+    uint64_t layer0;
+    int err = linear_offset(s, s->mips, 0, &layer0); /* mip == mips: the whole of layer 0 */
+    if (err < 0)
+        return err;
+    return mul_ok(layer0, s->layers, bytes) ? 0 : VIDMM_E_INVALID_ARG;
+}
+
+/* prepare() resolves subresource (mip, layer) into '*m'. */
+static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_family *fam, uint32_t mip,
+                   uint32_t layer, struct vidmm_swz_mip *m)
+{
+    if (mip >= s->mips || layer >= s->layers)
+        return VIDMM_E_INVALID_ARG;
+    memset(m, 0, sizeof(*m));
+    m->s = s;
+    m->mip = mip;
+    m->layer = layer;
+    m->w = vidmm_swz_mip_dim(s->width, s->bw, mip);
+    m->h = vidmm_swz_mip_dim(s->height, s->bh, mip);
+    m->d = vidmm_swz_mip_dim(s->depth, 1, mip);
+    m->elem = s->elem;
+    int err = linear_offset(s, mip, layer, &m->linear_offset);
+    if (err < 0)
+        return err;
+    err = fam->resolve(s, mip, layer, m);
+    if (err < 0)
+        return err;
+    /* A tile description outside the tables' bounds would index past them: walk with addr()
+     * instead (a family bug, caught by the tests that compare the two walks). */
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    if (t->tile_base != NULL &&
+        (t->run_log2 > t->tw_log2 || t->tw_log2 > 24 || (1u << (t->tw_log2 - t->run_log2)) > VIDMM_SWZ_MAX_XRUNS ||
+         (1u << t->th_log2) > VIDMM_SWZ_MAX_ROWS || (1u << t->td_log2) > VIDMM_SWZ_MAX_SLICES)) {
+        VIDMM_ASSERT(!"tile description out of bounds");
+        m->tiles.tile_base = NULL;
+    }
+    return m->addr != NULL && m->run_log2 <= 40 ? 0 : VIDMM_E_UNSUPPORTED;
+}
+
+int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                             uint64_t *bytes)
+{
+    struct vidmm_swz_surface s;
+    const struct vidmm_swz_family *fam;
+    uint64_t lin, total;
+    int err;
+
+    if (bytes == NULL)
+        return VIDMM_E_INVALID_ARG;
+    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
+        (err = fam->total(&s, &total)) < 0)
+        return err;
+    *bytes = total;
+    return 0;
+}
+
+int vidmm_surface_linear_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                              uint64_t *bytes)
+{
+    struct vidmm_swz_surface s;
+    const struct vidmm_swz_family *fam;
+    uint64_t lin, total;
+    int err;
+
+    if (bytes == NULL)
+        return VIDMM_E_INVALID_ARG;
+    /* The tiled size is computed too: a surface the tiling cannot hold has no linear size. */
+    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
+        (err = fam->total(&s, &total)) < 0)
+        return err;
+    *bytes = lin;
+    return 0;
+}
+
+int vidmm_surface_subresource(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                              uint32_t mip, uint32_t layer, struct vidmm_subresource_info *info)
+{
+    struct vidmm_swz_surface s;
+    const struct vidmm_swz_family *fam;
+    struct vidmm_swz_mip m;
+    uint64_t lin, total;
+    int err;
+
+    if (info == NULL || info->size < SUBRES_V0_SIZE)
+        return VIDMM_E_INVALID_ARG;
+    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
+        (err = fam->total(&s, &total)) < 0 || (err = prepare(&s, fam, mip, layer, &m)) < 0)
+        return err;
+    size_t size = info->size;
+    memset(info, 0, SUBRES_V0_SIZE);
+    info->size = size;
+    info->width = m.w;
+    info->height = m.h;
+    info->depth = m.d;
+    info->tiled_offset = m.base;
+    info->tiled_size = m.span;
+    info->linear_offset = m.linear_offset;
+    info->linear_size = (uint64_t)m.w * m.h * m.d * m.elem;
+    info->block_height = m.block_height;
+    info->block_depth = m.block_depth;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The copy.
+ * ------------------------------------------------------------------------------------------- */
+
+enum dir { TILE, UNTILE };
+
+/* copy_box() is the reference walk: every row of the box, split at multiples of the family's
+ * run size, each run mapped through addr(). Arguments are valid (checked by the callers). */
+static void copy_box(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                     unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir)
+{
+    const uint64_t run = 1ull << m->run_log2;
+    const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
+
+    for (uint32_t k = 0; k < b->depth; k++) {
+        for (uint32_t r = 0; r < b->height; r++) {
+            unsigned char *lrow = linear + k * slice_pitch + r * row_pitch;
+            uint32_t y = b->y + r, z = b->z + k;
+            for (uint64_t xb = x0; xb < x1;) {
+                uint64_t end = (xb | (run - 1)) + 1;
+                if (end > x1)
+                    end = x1;
+                unsigned char *t = tiled + m->addr(m, xb, y, z);
+                if (dir == TILE)
+                    memcpy(t, lrow + (xb - x0), end - xb);
+                else
+                    memcpy(lrow + (xb - x0), t, end - xb);
+                xb = end;
+            }
+        }
+    }
+}
+
+/* tile_runs() moves rows [0, nrows) x runs [0, ncols) of 'run' bytes of one tile between 'tb'
+ * (the tile) and 'lin' (the linear byte of the first run). Forced inline and called with a
+ * constant 'run' (and, for the common whole-tile shapes, constant ncols and nrows), so that the
+ * compiler turns each run into one fixed-size move whose offset is one table load and one XOR,
+ * and unrolls the run loop; a variable-length memcpy() per run cost several times more. */
+static inline __attribute__((always_inline)) void tile_runs(unsigned char *tb, unsigned char *lin, size_t row_pitch,
+                                                            const uint32_t *xo, const uint32_t *yo, uint32_t zoff,
+                                                            unsigned ncols, unsigned nrows, unsigned run,
+                                                            enum dir dir)
+{
+    for (unsigned r = 0; r < nrows; r++) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *lrow = lin + r * row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tb + (xo[c] ^ yoff);
+            if (dir == TILE)
+                memcpy(tp, lrow + run * c, run);
+            else
+                memcpy(lrow + run * c, tp, run);
+        }
+    }
+}
+
+/* runs_aligned() copies a run-aligned part of a tile: columns [0, ncols) from table index
+ * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
+ * common whole-tile shapes with constant trip counts as well: the GOB (64 B x 8), Intel Y and
+ * Tile4 (128 B x 32), and D3D 64 KB at 4-byte elements (512 B x 128). */
+static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, unsigned char *lin, size_t row_pitch,
+                         uint32_t zoff, unsigned col0, unsigned ncols, unsigned row0, unsigned nrows, enum dir dir)
+{
+    const uint32_t *xo = t->xo + col0, *yo = t->yo + row0;
+    const bool whole = col0 == 0 && row0 == 0 && ncols == 1u << (t->tw_log2 - t->run_log2) &&
+                       nrows == 1u << t->th_log2;
+    if (t->run_log2 == 4) {
+        if (whole) {
+            const unsigned shape = t->tw_log2 * 16 + t->th_log2;
+#define SHAPE(tw, th)                                                                                              \
+            case tw * 16 + th:                                                                                     \
+                if (dir == TILE)                                                                                   \
+                    tile_runs(tb, lin, row_pitch, xo, yo, zoff, 1u << (tw - 4), 1u << th, 16, TILE);               \
+                else                                                                                               \
+                    tile_runs(tb, lin, row_pitch, xo, yo, zoff, 1u << (tw - 4), 1u << th, 16, UNTILE);             \
+                return;
+            switch (shape) {
+            SHAPE(6, 3)
+            SHAPE(7, 5)
+            SHAPE(9, 7)
+            default: break;
+            }
+#undef SHAPE
+        }
+        if (dir == TILE)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 16, TILE);
+        else
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 16, UNTILE);
+    } else if (t->run_log2 == 3) {
+        if (dir == TILE)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 8, TILE);
+        else
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 8, UNTILE);
+    } else if (t->run_log2 == 2) {
+        if (dir == TILE)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, TILE);
+        else
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, UNTILE);
+    } else {
+        tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 1u << t->run_log2, dir);
+    }
+}
+
+/* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
+ * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
+ * offset is two table loads and an XOR, instead of a call of the address function. The linear
+ * side is walked a tile-row band at a time (th rows), which reads or writes each tile whole
+ * while it is hot. Arguments are valid. */
+static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                       unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
+                       const struct vidmm_kernel_ops *nt_ops, const uint16_t *inv, bool row_order)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
+    const uint32_t th_mask = (1u << t->th_log2) - 1, td_mask = (1u << t->td_log2) - 1;
+    const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
+    const uint32_t y1 = b->y + b->height;
+
+    for (uint32_t z = b->z; z < b->z + b->depth; z++) {
+        const uint32_t zoff = t->zo[z & td_mask], tz = z >> t->td_log2;
+        unsigned char *lslice = linear + (size_t)(z - b->z) * slice_pitch;
+        for (uint32_t ty = b->y >> t->th_log2; ty <= (y1 - 1) >> t->th_log2; ty++) {
+            uint32_t r0 = ty << t->th_log2, r1 = r0 + th_mask + 1;
+            if (r0 < b->y)
+                r0 = b->y;
+            if (r1 > y1)
+                r1 = y1;
+            for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
+                unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
+                uint64_t c0 = tx << t->tw_log2, c1 = c0 + tw_mask + 1;
+                if (c0 < x0)
+                    c0 = x0;
+                if (c1 > x1)
+                    c1 = x1;
+                if (nt_ops != NULL && zoff % 16 == 0 && ((c0 | c1) & tw_mask) == 0 && c1 - c0 == tw_mask + 1 &&
+                    r1 - r0 == th_mask + 1) {
+                    /* A whole tile of a large swizzle: streaming stores in address order. */
+                    unsigned char *lin = lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0);
+                    if (row_order)
+                        nt_ops->swz_rows16_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, (unsigned)((tw_mask + 1) >> 4),
+                                              th_mask + 1);
+                    else
+                        nt_ops->swz_tile16_nt(tb, lin, row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
+                                              zoff >> 4);
+                    continue;
+                }
+                if (((c0 | c1) & run_mask) == 0) {
+                    /* The box's edges fall on run boundaries: fixed-size moves. */
+                    runs_aligned(t, tb, lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0), row_pitch, zoff,
+                                 (unsigned)((c0 & tw_mask) >> t->run_log2), (unsigned)((c1 - c0) >> t->run_log2),
+                                 r0 & th_mask, r1 - r0, dir);
+                    continue;
+                }
+                for (uint32_t r = r0; r < r1; r++) {
+                    const uint32_t yoff = t->yo[r & th_mask] ^ zoff;
+                    unsigned char *lrow = lslice + (size_t)(r - b->y) * row_pitch;
+                    for (uint64_t u = c0; u < c1;) {
+                        uint64_t end = (u | run_mask) + 1;
+                        if (end > c1)
+                            end = c1;
+                        unsigned char *tp = tb + (t->xo[(u & tw_mask) >> t->run_log2] ^ yoff) + (u & run_mask);
+                        unsigned char *lp = lrow + (u - x0);
+                        if (dir == TILE)
+                            memcpy(tp, lp, end - u);
+                        else
+                            memcpy(lp, tp, end - u);
+                        u = end;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* run_copy() picks the walk: the scalar backend is the reference (the address function per
+ * run), every other backend takes the tile tables when the family provides them. */
+/* build_inverse() fills inv[g] = (row << 6) | run for every 16-byte granule g of a whole tile,
+ * the inverse of the offset tables (offsets relative to a zero z term). Returns false when the
+ * tile does not qualify - not 16-byte runs, thick (3D) tiles, more than 4096 granules (64 KiB),
+ * or tables that are not a bijection onto the tile - and the caller then uses ordinary stores. */
+#define INV_MAX 4096
+static bool build_inverse(const struct vidmm_swz_tiles *t, uint16_t *inv)
+{
+    if (t->run_log2 != 4 || t->td_log2 != 0 || t->th_log2 > 8 || t->tw_log2 - 4 > 6)
+        return false;
+    unsigned cols = 1u << (t->tw_log2 - 4), rows = 1u << t->th_log2, granules = cols * rows;
+    if (granules > INV_MAX || granules % 4 != 0)
+        return false;
+    memset(inv, 0xff, granules * sizeof(*inv));
+    for (unsigned r = 0; r < rows; r++) {
+        for (unsigned c = 0; c < cols; c++) {
+            uint32_t off = t->xo[c] ^ t->yo[r];
+            if (off % 16 != 0 || off / 16 >= granules || inv[off / 16] != 0xffff)
+                return false;
+            inv[off / 16] = (uint16_t)(r << 6 | c);
+        }
+    }
+    return true;
+}
+
+/* run_copy() picks the walk: the scalar backend is the reference (the address function per
+ * run), every other backend takes the tile tables when the family provides them. */
+static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                     unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
+                     enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
+{
+    const struct vidmm_kernel_ops *ops = vidmm_ops_get(backend);
+    uint16_t inv[INV_MAX];
+
+    if (ops == NULL || m->tiles.tile_base == NULL || ops->backend == VIDMM_BACKEND_SCALAR) {
+        copy_box(m, b, tiled, linear, row_pitch, slice_pitch, dir);
+        return;
+    }
+    /* Streaming stores for tiling when the destination is larger than the cache would keep
+     * (the copy policy of copy.c), or when asked; the tiled buffer must be 16-byte aligned. */
+    bool nt = dir == TILE && ops->swz_tile16_nt != NULL && ((uintptr_t)tiled & 15) == 0 &&
+              (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
+               (strategy == VIDMM_STRATEGY_AUTO && stream_bytes >= vidmm_nt_threshold())) &&
+              build_inverse(&m->tiles, inv);
+    /* Row order while one tile row touches at most four 64-byte lines (the GOB: two rows complete
+     * them), so few write-combining buffers are open at once; address order (the gather)
+     * otherwise: a D3D 64 KB row touches 16 lines and row order ran 4x slower than ordinary
+     * stores there (Zen 3, 2026-11-22). */
+    bool row_order = false;
+    if (nt) {
+        unsigned cols = 1u << (m->tiles.tw_log2 - 4), lines = 0;
+        uint32_t seen[VIDMM_SWZ_MAX_XRUNS];
+        for (unsigned c = 0; c < cols; c++) {
+            uint32_t line = (m->tiles.xo[c] ^ m->tiles.yo[0]) >> 6;
+            unsigned k = 0;
+            while (k < lines && seen[k] != line)
+                k++;
+            if (k == lines)
+                seen[lines++] = line;
+        }
+        row_order = lines <= 4;
+        /* Intel's 4 KiB tiles (8 lines a row) gained nothing from either order over ordinary
+         * stores (0.43-0.57x vs 0.64-0.81x memcpy at 64 MiB): streaming stores only where they
+         * measured a win, the GOB in row order and tiles of 16 KiB and more gathered. */
+        if (!row_order && (1ull << (m->tiles.tw_log2 + m->tiles.th_log2)) < 16384)
+            nt = false;
+    }
+    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt ? ops : NULL, inv, row_order);
+    if (nt)
+        vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
+}
+
+static bool ranges_overlap(const void *a, uint64_t na, const void *b, uint64_t nb)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y ? y - x < na : x - y < nb;
+}
+
+/* copy_one() checks the box and buffers of one subresource copy and runs it. */
+static int copy_one(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                    uint32_t mip, uint32_t layer, const struct vidmm_box *box, unsigned char *tiled,
+                    size_t tiled_size, unsigned char *linear, size_t linear_size, size_t row_pitch,
+                    size_t slice_pitch, const struct vidmm_kernel_opts *opts, enum dir dir)
+{
+    struct vidmm_swz_surface s;
+    const struct vidmm_swz_family *fam;
+    struct vidmm_swz_mip m;
+    enum vidmm_backend backend;
+    enum vidmm_strategy strategy;
+    uint64_t lin, total, need, t;
+    int err;
+
+    if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
+        return err;
+    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
+        (err = fam->total(&s, &total)) < 0 || (err = prepare(&s, fam, mip, layer, &m)) < 0)
+        return err;
+    if (backend != VIDMM_BACKEND_AUTO && !vidmm_backend_supported(backend))
+        return VIDMM_E_UNSUPPORTED;
+    if (strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC)
+        return VIDMM_E_UNSUPPORTED;
+
+    struct vidmm_box b = { 0, 0, 0, m.w, m.h, m.d };
+    if (box != NULL)
+        b = *box;
+    if (b.width == 0 || b.height == 0 || b.depth == 0 || b.x >= m.w || b.width > m.w - b.x || b.y >= m.h ||
+        b.height > m.h - b.y || b.z >= m.d || b.depth > m.d - b.z)
+        return VIDMM_E_INVALID_ARG;
+    if (tiled == NULL || linear == NULL || tiled_size < total)
+        return VIDMM_E_INVALID_ARG;
+    uint64_t row_bytes = (uint64_t)b.width * m.elem;
+    if (row_pitch < row_bytes || (b.depth > 1 && slice_pitch < (uint64_t)(b.height - 1) * row_pitch + row_bytes))
+        return VIDMM_E_INVALID_ARG;
+    /* Bytes of 'linear' the box reaches: the last row of the last slice ends it. */
+    if (!mul_ok(b.depth - 1, b.depth > 1 ? slice_pitch : 0, &need) || !mul_ok(b.height - 1, row_pitch, &t) ||
+        !add_ok(need, t, &need) || !add_ok(need, row_bytes, &need) || need > linear_size)
+        return VIDMM_E_INVALID_ARG;
+    if (!vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, (size_t)need))
+        return VIDMM_E_INVALID_ARG;
+    if (ranges_overlap(tiled, total, linear, need))
+        return VIDMM_E_OVERLAP;
+    run_copy(&m, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy,
+             (uint64_t)b.width * m.elem * b.height * b.depth);
+    return 0;
+}
+
+int vidmm_swizzle_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                     uint32_t mip, uint32_t layer, const struct vidmm_box *box, void *tiled, size_t tiled_size,
+                     const void *linear, size_t linear_size, size_t row_pitch, size_t slice_pitch,
+                     const struct vidmm_kernel_opts *opts)
+{
+    /* The linear side is only read in this direction; the cast serves the shared walk. */
+    return copy_one(layout, surface, mip, layer, box, tiled, tiled_size, (unsigned char *)(uintptr_t)linear,
+                    linear_size, row_pitch, slice_pitch, opts, TILE);
+}
+
+int vidmm_deswizzle_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                       uint32_t mip, uint32_t layer, const struct vidmm_box *box, const void *tiled,
+                       size_t tiled_size, void *linear, size_t linear_size, size_t row_pitch, size_t slice_pitch,
+                       const struct vidmm_kernel_opts *opts)
+{
+    /* The tiled side is only read in this direction. */
+    return copy_one(layout, surface, mip, layer, box, (unsigned char *)(uintptr_t)tiled, tiled_size, linear,
+                    linear_size, row_pitch, slice_pitch, opts, UNTILE);
+}
+
+int vidmm_swizzle(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface, uint32_t mip,
+                  uint32_t layer, const struct vidmm_box *box, void *tiled, size_t tiled_size, const void *linear,
+                  size_t linear_size, size_t row_pitch, size_t slice_pitch)
+{
+    return vidmm_swizzle_ex(layout, surface, mip, layer, box, tiled, tiled_size, linear, linear_size, row_pitch,
+                            slice_pitch, NULL);
+}
+
+int vidmm_deswizzle(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface, uint32_t mip,
+                    uint32_t layer, const struct vidmm_box *box, const void *tiled, size_t tiled_size, void *linear,
+                    size_t linear_size, size_t row_pitch, size_t slice_pitch)
+{
+    return vidmm_deswizzle_ex(layout, surface, mip, layer, box, tiled, tiled_size, linear, linear_size, row_pitch,
+                              slice_pitch, NULL);
+}
+
+/* copy_surface() tiles or untiles every layer and mip. Everything is checked before the first
+ * byte moves, so that an error leaves both buffers as they were. */
+static int copy_surface(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                        unsigned char *tiled, size_t tiled_size, unsigned char *linear, size_t linear_size,
+                        enum dir dir, const struct vidmm_kernel_opts *opts)
+{
+    enum vidmm_backend backend;
+    enum vidmm_strategy strategy;
+    struct vidmm_swz_surface s;
+    const struct vidmm_swz_family *fam;
+    struct vidmm_swz_mip m;
+    uint64_t lin, total;
+    int err;
+
+    if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
+        return err;
+    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
+        (err = fam->total(&s, &total)) < 0)
+        return err;
+    if (backend != VIDMM_BACKEND_AUTO && !vidmm_backend_supported(backend))
+        return VIDMM_E_UNSUPPORTED;
+    if (strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC)
+        return VIDMM_E_UNSUPPORTED;
+    if (tiled == NULL || linear == NULL || tiled_size < total || linear_size < lin ||
+        !vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, linear_size))
+        return VIDMM_E_INVALID_ARG;
+    if (ranges_overlap(tiled, total, linear, lin))
+        return VIDMM_E_OVERLAP;
+    for (uint32_t layer = 0; layer < s.layers; layer++) {
+        for (uint32_t mip = 0; mip < s.mips; mip++) {
+            if ((err = prepare(&s, fam, mip, layer, &m)) < 0)
+                return err; /* only possible on the first subresource: the rest resolve alike */
+            struct vidmm_box b = { 0, 0, 0, m.w, m.h, m.d };
+            size_t row = (size_t)m.w * m.elem;
+            run_copy(&m, &b, tiled, linear + m.linear_offset, row, row * m.h, dir, backend, strategy, lin);
+        }
+    }
+    return 0;
+}
+
+int vidmm_swizzle_surface_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                             void *tiled, size_t tiled_size, const void *linear, size_t linear_size,
+                             const struct vidmm_kernel_opts *opts)
+{
+    return copy_surface(layout, surface, tiled, tiled_size, (unsigned char *)(uintptr_t)linear, linear_size, TILE,
+                        opts);
+}
+
+int vidmm_deswizzle_surface_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                               const void *tiled, size_t tiled_size, void *linear, size_t linear_size,
+                               const struct vidmm_kernel_opts *opts)
+{
+    return copy_surface(layout, surface, (unsigned char *)(uintptr_t)tiled, tiled_size, linear, linear_size,
+                        UNTILE, opts);
+}
+
+int vidmm_swizzle_surface(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                          void *tiled, size_t tiled_size, const void *linear, size_t linear_size)
+{
+    return vidmm_swizzle_surface_ex(layout, surface, tiled, tiled_size, linear, linear_size, NULL);
+}
+
+int vidmm_deswizzle_surface(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                            const void *tiled, size_t tiled_size, void *linear, size_t linear_size)
+{
+    return vidmm_deswizzle_surface_ex(layout, surface, tiled, tiled_size, linear, linear_size, NULL);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * LINEAR: pitch-linear, the identity layout. Subresources back to back (layers, then mips),
+ * rows 'pitch' bytes apart (mip 0 of a single-subresource surface may have a larger pitch than
+ * its row), slices pitch * height apart.
+ * ------------------------------------------------------------------------------------------- */
+
+static int linear_check(const struct vidmm_swz_surface *s)
+{
+    const struct vidmm_tile_layout *l = &s->layout;
+    if (l->flags || l->block_height || l->block_depth || l->swizzle_unit || l->amd_swizzle_mode)
+        return VIDMM_E_INVALID_ARG;
+    if (l->pitch != 0) {
+        if (s->mips != 1 || s->layers != 1)
+            return VIDMM_E_UNSUPPORTED; /* a pitch for every mip is not a layout the spec defines */
+        if ((uint64_t)l->pitch < (uint64_t)vidmm_swz_mip_dim(s->width, s->bw, 0) * s->elem)
+            return VIDMM_E_INVALID_ARG;
+    }
+    return 0;
+}
+
+static uint64_t linear_pitch(const struct vidmm_swz_surface *s, uint32_t mip)
+{
+    if (s->layout.pitch != 0)
+        return s->layout.pitch;
+    return (uint64_t)vidmm_swz_mip_dim(s->width, s->bw, mip) * s->elem;
+}
+
+static int linear_total_tiled(const struct vidmm_swz_surface *s, uint64_t *bytes)
+{
+    uint64_t per_layer = 0;
+    for (uint32_t mip = 0; mip < s->mips; mip++) {
+        uint64_t sz;
+        if (!mul_ok(linear_pitch(s, mip), (uint64_t)vidmm_swz_mip_dim(s->height, s->bh, mip) *
+                                              vidmm_swz_mip_dim(s->depth, 1, mip), &sz) ||
+            !add_ok(per_layer, sz, &per_layer))
+            return VIDMM_E_INVALID_ARG;
+    }
+    return mul_ok(per_layer, s->layers, bytes) ? 0 : VIDMM_E_INVALID_ARG;
+}
+
+static uint64_t linear_addr(const struct vidmm_swz_mip *m, uint64_t xb, uint32_t y, uint32_t z)
+{
+    /* p[0] = base, p[1] = row pitch, p[2] = slice pitch */
+    return m->p[0] + z * m->p[2] + y * m->p[1] + xb;
+}
+
+static int linear_resolve(const struct vidmm_swz_surface *s, uint32_t mip, uint32_t layer, struct vidmm_swz_mip *m)
+{
+    uint64_t base = 0, per_layer = 0;
+    for (uint32_t k = 0; k < s->mips; k++) {
+        uint64_t sz = linear_pitch(s, k) * vidmm_swz_mip_dim(s->height, s->bh, k) * vidmm_swz_mip_dim(s->depth, 1, k);
+        if (k < mip)
+            base += sz;
+        per_layer += sz;
+    }
+    m->p[1] = linear_pitch(s, mip);
+    m->p[2] = m->p[1] * m->h;
+    m->p[0] = per_layer * layer + base;
+    m->base = m->p[0];
+    m->span = m->p[2] * m->d;
+    m->run_log2 = 40; /* a whole row is contiguous */
+    m->addr = linear_addr;
+    return 0;
+}
+
+const struct vidmm_swz_family vidmm_swz_linear = {
+    .check = linear_check,
+    .total = linear_total_tiled,
+    .resolve = linear_resolve,
+};

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernels/swizzle_internal.h - what the swizzle copy engine (swizzle.c) asks of each layout
+ * family (swizzle_bl.c, swizzle_intel.c, swizzle_morton.c, swizzle_eq.c, and LINEAR in
+ * swizzle.c): validation, sizes, and the address of any byte of any subresource.
+ *
+ * The model (shared/spec/tiling.md section 8): every layout is an address function of
+ * (mip, layer, xb, y, z) with xb in bytes, and every layout stores aligned runs of 2^run_log2
+ * bytes of a row contiguously. The reference copy walks each row of a box run by run and maps
+ * each run through the address function; fast paths specialise per family on top. */
+#ifndef VIDMM_LIB_KERNELS_SWIZZLE_INTERNAL_H
+#define VIDMM_LIB_KERNELS_SWIZZLE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "vidmm/swizzle.h"
+
+/* A validated copy of the public descriptors (read once, so a caller changing them mid-call
+ * cannot make the library disagree with itself). */
+struct vidmm_swz_surface {
+    struct vidmm_tile_layout layout;     /* 'equation' copied into 'eq' when EQUATION */
+    struct vidmm_equation eq;
+    uint32_t width, height, depth;       /* pixels */
+    uint32_t elem;                       /* element bytes */
+    uint32_t bw, bh;                     /* compressed block in pixels */
+    uint32_t mips, layers;
+};
+
+/* The fast path's description of a layout (optional, filled by a family's resolve()):
+ * the subresource is cut into tiles of 2^tw_log2 bytes x 2^th_log2 rows x 2^td_log2 slices;
+ * inside a tile, the byte at (u, v, w) (tile-relative byte column, row, slice) is at
+ *     tile_base(tx, ty, tz) + (xo[u >> run_log2] ^ yo[v] ^ zo[w]) + (u & (2^run_log2 - 1))
+ * (tiling.md 2.1: the equations are separable, so one table per axis suffices; for layouts
+ * whose bits do not overlap, XOR is the sum). Every aligned run of 2^run_log2 bytes is
+ * contiguous. A family leaves 'tile_base' NULL when its layout does not fit this form (terms
+ * reading coordinate bits outside the tile); the engine then walks with addr(). */
+struct vidmm_swz_mip;
+#define VIDMM_SWZ_MAX_XRUNS 64
+#define VIDMM_SWZ_MAX_ROWS 256
+#define VIDMM_SWZ_MAX_SLICES 32
+struct vidmm_swz_tiles {
+    uint32_t tw_log2, th_log2, td_log2, run_log2;   /* run_log2 <= tw_log2 */
+    uint64_t (*tile_base)(const struct vidmm_swz_mip *m, uint64_t tx, uint32_t ty, uint32_t tz);
+    uint32_t xo[VIDMM_SWZ_MAX_XRUNS];   /* 2^(tw_log2 - run_log2) entries */
+    uint32_t yo[VIDMM_SWZ_MAX_ROWS];    /* 2^th_log2 entries */
+    uint32_t zo[VIDMM_SWZ_MAX_SLICES];  /* 2^td_log2 entries */
+};
+
+/* One mip of one layer, resolved: what the engine needs to copy any box of it. */
+struct vidmm_swz_mip {
+    const struct vidmm_swz_surface *s;
+    uint32_t mip, layer;
+    uint32_t w, h, d;                    /* elements */
+    uint32_t elem;
+    uint32_t run_log2;                   /* aligned 2^run_log2-byte runs of a row are contiguous
+                                            (and 2^run_log2 divides nothing beyond: the engine
+                                            splits a row's byte range at multiples of it) */
+    uint64_t base;                       /* tiled offset of the subresource (informative) */
+    uint64_t span;                       /* bytes of the tiled surface it spans */
+    uint64_t linear_offset;              /* in the packed linear order */
+    /* Byte offset in the whole tiled surface of byte column 'xb' of row 'y' of slice 'z' of
+     * this subresource (coordinates inside the mip; the family adds base, tail origins, etc.).
+     * Pre: xb < w * elem, y < h, z < d. */
+    uint64_t (*addr)(const struct vidmm_swz_mip *m, uint64_t xb, uint32_t y, uint32_t z);
+    /* Family parameters, filled by the family's resolve() and read only by its addr(). */
+    uint64_t p[16];
+    uint32_t q[16];
+    uint32_t block_height, block_depth;  /* BLOCK_LINEAR: the values used for this mip */
+    struct vidmm_swz_tiles tiles;        /* optional fast-path description (tiles.tile_base) */
+};
+
+/* Each family implements these three, for the tilings it owns:
+ *   check(s)            validates the family-specific fields and the surface for this
+ *                       tiling: 0, VIDMM_E_INVALID_ARG or VIDMM_E_UNSUPPORTED.
+ *   total(s, &bytes)    the whole tiled surface size (all layers, mips, padding).
+ *   resolve(s, mip, layer, &m)  fills every field of 'm' (s, mip, layer and the linear side
+ *                       are already set by the caller: w, h, d, elem, linear_offset).
+ * All three may assume vidmm_swz_surface fields common to every tiling were validated:
+ * sizes non-zero, elem 1..16, bw/bh 1..16, mips within the chain, layers >= 1, and that every
+ * 64-bit product fits (the engine checks the linear sizes; families check their own sums). */
+struct vidmm_swz_family {
+    int (*check)(const struct vidmm_swz_surface *s);
+    int (*total)(const struct vidmm_swz_surface *s, uint64_t *bytes);
+    int (*resolve)(const struct vidmm_swz_surface *s, uint32_t mip, uint32_t layer, struct vidmm_swz_mip *m);
+};
+
+extern const struct vidmm_swz_family vidmm_swz_linear;        /* swizzle.c */
+extern const struct vidmm_swz_family vidmm_swz_block_linear;  /* swizzle_bl.c */
+extern const struct vidmm_swz_family vidmm_swz_intel;         /* swizzle_intel.c: X, Y, 4 */
+extern const struct vidmm_swz_family vidmm_swz_morton;        /* swizzle_morton.c */
+extern const struct vidmm_swz_family vidmm_swz_equation;      /* swizzle_eq.c: D3D_STD_4K/64K,
+                                                                 AMD_GFX10, EQUATION */
+
+/* Mip m's dimensions in elements (tiling.md 3.5 step 2 and 1.4): max(1, n >> m) pixels,
+ * rounded up to whole blocks. */
+static inline uint32_t vidmm_swz_mip_dim(uint32_t pixels, uint32_t block, uint32_t mip)
+{
+    uint32_t p = mip < 32 ? pixels >> mip : 0;
+    if (p == 0)
+        p = 1;
+    return (p + block - 1) / block;
+}
+
+#endif /* VIDMM_LIB_KERNELS_SWIZZLE_INTERNAL_H */

@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/swizzle/test_reference.c - the library against the independent reference model of
+ * ref_model.c on random surfaces and boxes of every tiling, on every backend.
+ *
+ * Each case draws a surface (sizes that are not multiples of the tile, odd element sizes 3, 6
+ * and 12 where the tiling takes them, mips, layers, 3D), one subresource and a box in it (boxes
+ * that start and end mid-tile, 1x1 boxes, whole mips, row and slice pitches with slack), then:
+ *   - the sizes and the subresource description agree with the model, and every byte of the
+ *     box maps inside the span the library reports for the subresource;
+ *   - swizzle: the tiled buffer starts with random bytes; afterwards exactly the box's bytes have
+ *     changed, each to the linear byte the model maps there;
+ *   - deswizzle: the linear buffer starts with random bytes; afterwards exactly the box's bytes
+ *     (not the pitch gaps) have changed, each to the tiled byte the model maps there;
+ *   - the round trip returns the box unchanged.
+ * Every buffer lies flush against a guard page, on a side chosen at random. The cases come from
+ * t_seed() (VIDMM_TEST_SEED replays one), the same for every backend.
+ *
+ * VIDMM_SWIZZLE_CASES=<n> sets the number of cases per test (for long runs).
+ *
+ * Suites: reference_<backend>/<family> force a backend through the _ex calls;
+ * reference_default/<family> use the plain calls and also check vidmm_swizzle_surface() and
+ * vidmm_deswizzle_surface() against the model; CTest re-runs the latter per VIDMM_BACKEND. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "t_helpers.h"
+#include "vidmm/swizzle.h"
+#include "ref_model.h"
+
+#define T_TIMEOUT 300
+
+/* Cases per family and test, and size caps: enough variety per run, small enough for the ASan
+ * build on two cores. */
+#if defined(__SANITIZE_ADDRESS__)
+#  define T_SLOW_BUILD 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define T_SLOW_BUILD 1
+#  endif
+#endif
+#ifdef T_SLOW_BUILD
+#  define N_CASES 40
+#else
+#  define N_CASES 80
+#endif
+#define MAX_TILED ((uint64_t)3 << 20)
+#define MAX_BOX_BYTES ((uint64_t)96 << 10)
+#define MAX_SURFACE_CHECK ((uint64_t)1 << 20)
+/* Stop a test after this many failing cases: the first ones say it all. */
+#define MAX_FAILS 3
+
+enum fam { F_LINEAR, F_BL, F_BL3D, F_INTEL, F_D3D, F_AMD, F_EQUATION, F_MORTON };
+
+static const char *fam_name(enum fam f)
+{
+    static const char *names[] = { "linear", "block_linear", "block_linear_3d", "intel", "d3d", "amd",
+                                   "equation", "morton" };
+    return names[f];
+}
+
+struct api {
+    bool ex;
+    enum vidmm_backend backend;
+};
+
+struct tcase {
+    unsigned idx;
+    enum fam fam;
+    struct ref_surf s;
+    struct vidmm_equation eq;
+    struct ref_layout L;
+    uint32_t mip, layer;
+    bool null_box;
+    struct vidmm_box box;
+    size_t row_pitch, slice_pitch;
+    enum vidmm_strategy tile_strategy, untile_strategy; /* _ex calls only */
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Random helpers.
+ * ------------------------------------------------------------------------------------------- */
+static uint32_t urand(struct t_rng *r, uint32_t lo, uint32_t hi)
+{
+    return lo + (uint32_t)t_rng_below(r, (size_t)hi - lo + 1);
+}
+
+static bool chance(struct t_rng *r, unsigned pct)
+{
+    return t_rng_below(r, 100) < pct;
+}
+
+#define PICK(r, arr) ((arr)[t_rng_below((r), sizeof(arr) / sizeof((arr)[0]))])
+
+static const uint32_t elems_any[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
+static const uint32_t elems_pow2[] = { 1, 2, 4, 8, 16 };
+
+/* An extent up to 'max': often 1, often a multiple of 'tile' give or take one, else spread
+ * evenly over the orders of magnitude. */
+static uint32_t extent(struct t_rng *r, uint32_t max, uint32_t tile)
+{
+    uint32_t v;
+    unsigned k = (unsigned)t_rng_below(r, 100);
+    if (k < 10) {
+        v = 1;
+    } else if (k < 35 && tile > 0 && tile <= max) {
+        v = tile * urand(r, 1, max / tile);
+        v = v + urand(r, 0, 2) - 1;
+    } else {
+        v = (uint32_t)t_rng_len(r, 1, max);
+    }
+    if (v < 1)
+        v = 1;
+    if (v > max)
+        v = max;
+    return v;
+}
+
+static uint32_t pow2_upto(struct t_rng *r, uint32_t max)
+{
+    uint32_t n = ref_ceil_log2(max);
+    uint32_t v = 1u << urand(r, 0, n);
+    return v > max ? max : v;
+}
+
+static void surf_base(struct ref_surf *s, enum vidmm_tiling t)
+{
+    memset(s, 0, sizeof(*s));
+    s->tiling = t;
+    s->width = s->height = s->depth = 1;
+    s->elem = 1;
+    s->bw = s->bh = 1;
+    s->mips = s->layers = 1;
+}
+
+static uint32_t some_mips(struct t_rng *r, const struct ref_surf *s, unsigned pct)
+{
+    if (!chance(r, pct))
+        return 1;
+    return urand(r, 1, ref_max_mips(s->width, s->height, s->depth));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Surfaces per family. Each draw may be refused (by the model or the size caps) and is retried.
+ * ------------------------------------------------------------------------------------------- */
+static void gen_linear(struct t_rng *r, struct tcase *c)
+{
+    struct ref_surf *s = &c->s;
+    surf_base(s, VIDMM_TILING_LINEAR);
+    s->elem = PICK(r, elems_any);
+    if (chance(r, 60)) {
+        s->width = extent(r, 300, 16);
+        s->height = extent(r, 200, 8);
+        s->depth = chance(r, 20) ? urand(r, 2, 8) : 1;
+        if (chance(r, 50))
+            s->pitch = s->width * s->elem + urand(r, 0, 100);
+    } else {
+        s->width = extent(r, 128, 16);
+        s->height = extent(r, 128, 8);
+        if (chance(r, 20))
+            s->depth = urand(r, 2, 16);
+        else
+            s->layers = urand(r, 1, 4);
+        s->mips = some_mips(r, s, 100);
+    }
+}
+
+static void gen_bl(struct t_rng *r, struct tcase *c, bool three_d)
+{
+    struct ref_surf *s = &c->s;
+    surf_base(s, VIDMM_TILING_BLOCK_LINEAR);
+    s->elem = chance(r, 80) ? PICK(r, elems_any) : urand(r, 1, 16);
+    if (three_d) {
+        s->width = extent(r, 80, 16);
+        s->height = extent(r, 80, 8);
+        s->depth = urand(r, 2, 40);
+        s->mips = some_mips(r, s, 50);
+    } else {
+        if (chance(r, 20)) {
+            s->bw = s->bh = 4;
+            s->elem = chance(r, 50) ? 8 : 16;
+            s->width = extent(r, 1024, 64);
+            s->height = extent(r, 1024, 64);
+        } else {
+            s->width = extent(r, 400, 16);
+            s->height = extent(r, 300, 8);
+        }
+        s->layers = chance(r, 65) ? 1 : urand(r, 2, 6);
+        s->mips = some_mips(r, s, 50);
+    }
+    if (chance(r, 40)) {
+        uint32_t bh = 1u << urand(r, 0, 5);
+        if (s->mips > 1 || s->layers > 1) {
+            /* Keep to block heights mip 0 does not shrink: whether an explicit value larger than
+             * mip 0 needs is shrunk for mip 0 of a chain (3.5 step 2) or kept (the header, and
+             * the single-mip golden bl_mip_64x64_bc7_bh4) is not settled by the spec. */
+            uint32_t h0 = ref_mip_dim(s->height, s->bh, 0);
+            while (bh > 1 && h0 <= (bh / 2) * 8)
+                bh /= 2;
+        }
+        s->block_height = bh;
+    }
+    if (three_d && s->mips == 1 && chance(r, 30)) {
+        /* An explicit block depth only where the size rule of 3.3 (depth rounded to
+         * depth_auto(D)) and the addressing agree. */
+        uint32_t bd = 1u << urand(r, 0, 4);
+        uint32_t da = ref_depth_auto(s->depth);
+        if ((s->depth + bd - 1) / bd * bd == (s->depth + da - 1) / da * da)
+            s->block_depth = bd;
+    }
+}
+
+static void gen_intel(struct t_rng *r, struct tcase *c)
+{
+    static const enum vidmm_tiling tilings[] = { VIDMM_TILING_INTEL_X, VIDMM_TILING_INTEL_Y, VIDMM_TILING_INTEL_4 };
+    struct ref_surf *s = &c->s;
+    surf_base(s, PICK(r, tilings));
+    uint32_t tw = s->tiling == VIDMM_TILING_INTEL_X ? 512 : 128, th = s->tiling == VIDMM_TILING_INTEL_X ? 8 : 32;
+    s->elem = PICK(r, elems_any);
+    s->width = extent(r, 2200 / s->elem, (tw + s->elem - 1) / s->elem);
+    s->height = extent(r, 100, th);
+    if (chance(r, 40))
+        s->pitch = (s->width * s->elem + tw - 1) / tw * tw + tw * urand(r, 0, 2);
+    if (s->tiling != VIDMM_TILING_INTEL_4 && chance(r, 50))
+        s->flags = VIDMM_TILING_FLAG_BIT6;
+}
+
+static void gen_d3d(struct t_rng *r, struct tcase *c)
+{
+    struct ref_surf *s = &c->s;
+    surf_base(s, chance(r, 50) ? VIDMM_TILING_D3D_STD_64K : VIDMM_TILING_D3D_STD_4K);
+    s->elem = PICK(r, elems_pow2);
+    if (chance(r, 20)) {
+        s->width = extent(r, 48, 16);
+        s->height = extent(r, 48, 16);
+        s->depth = urand(r, 2, 40);
+    } else {
+        if (chance(r, 10)) {
+            s->bw = s->bh = 4;
+            s->elem = chance(r, 50) ? 8 : 16;
+            s->width = extent(r, 1200, 64);
+            s->height = extent(r, 1000, 64);
+        } else {
+            s->width = extent(r, 400, 64);
+            s->height = extent(r, 300, 32);
+        }
+        s->layers = chance(r, 70) ? 1 : urand(r, 2, 3);
+    }
+}
+
+static void gen_amd(struct t_rng *r, struct tcase *c)
+{
+    static const uint32_t modes[] = { 5, 9, 27 };
+    struct ref_surf *s = &c->s;
+    surf_base(s, VIDMM_TILING_AMD_GFX10);
+    s->amd_mode = PICK(r, modes);
+    s->elem = s->amd_mode == 27 ? 4 : PICK(r, elems_pow2);
+    if (s->amd_mode != 27 && chance(r, 25)) {
+        s->width = extent(r, 48, 16);
+        s->height = extent(r, 48, 16);
+        s->depth = urand(r, 2, 40);
+        return;
+    }
+    if (chance(r, 60)) {
+        /* A mip chain (5.6), power-of-two extents. */
+        s->width = pow2_upto(r, 512);
+        s->height = pow2_upto(r, 512);
+        s->mips = some_mips(r, s, 100);
+    } else {
+        s->width = extent(r, 400, 64);
+        s->height = extent(r, 300, 64);
+    }
+    s->layers = chance(r, 60) ? 1 : urand(r, 2, 5);
+}
+
+/* A caller equation: every coordinate bit of the block once (a permutation, often with x0..x3
+ * kept as the low bits as real layouts do), plus a few XOR terms that keep it a bijection (a
+ * term only names a coordinate bit placed below the address bit it modifies) and, for 2D
+ * arrays, XOR terms from the layer index. */
+static void gen_equation(struct t_rng *r, struct tcase *c)
+{
+    struct ref_surf *s = &c->s;
+    struct vidmm_equation *eq = &c->eq;
+    surf_base(s, VIDMM_TILING_EQUATION);
+    memset(eq, 0, sizeof(*eq));
+    bool thick = chance(r, 30);
+    s->elem = PICK(r, elems_pow2);
+    uint32_t e2 = ref_ceil_log2(s->elem);
+    uint32_t n = urand(r, 4 > e2 + 2 ? 4 : e2 + 2, 16);
+    uint32_t a_lo = e2 > 1 ? e2 : 1;
+    uint32_t a_hi = n - 1 - (thick ? 1 : 0);
+    if (a_hi > 10)
+        a_hi = 10;
+    if (a_hi < a_lo)
+        a_hi = a_lo;
+    uint32_t a = urand(r, a_lo, a_hi);
+    uint32_t cz = 0;
+    if (thick) {
+        uint32_t cmax = n - a;
+        if (cmax > 5)
+            cmax = 5;
+        cz = cmax >= 1 ? urand(r, 1, cmax) : 0;
+    }
+    if (a + cz > n)
+        a = n - cz;
+    uint32_t b = n - a - cz;
+    /* The coordinate bits, in address order. */
+    struct vidmm_eq_term order[VIDMM_EQ_MAX_BITS];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < a; i++)
+        order[k++] = (struct vidmm_eq_term){ VIDMM_EQ_X, (uint8_t)i };
+    for (uint32_t i = 0; i < b; i++)
+        order[k++] = (struct vidmm_eq_term){ VIDMM_EQ_Y, (uint8_t)i };
+    for (uint32_t i = 0; i < cz; i++)
+        order[k++] = (struct vidmm_eq_term){ VIDMM_EQ_Z, (uint8_t)i };
+    uint32_t fixed = chance(r, 50) ? (a < 4 ? a : 4) : 0;
+    for (uint32_t i = n - 1; i > fixed; i--) {
+        uint32_t j = urand(r, fixed, i);
+        struct vidmm_eq_term t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    eq->bits = n;
+    eq->thick = thick;
+    for (uint32_t i = 0; i < n; i++)
+        eq->term[i][0] = order[i];
+    uint32_t extras = chance(r, 40) ? urand(r, 1, 3) : 0;
+    for (uint32_t x = 0; x < extras; x++) {
+        uint32_t i = urand(r, 1, n - 1);
+        uint32_t j = urand(r, 0, i - 1);
+        for (uint32_t t = 1; t < VIDMM_EQ_MAX_TERMS; t++)
+            if (eq->term[i][t].channel == VIDMM_EQ_NONE) {
+                eq->term[i][t] = order[j];
+                break;
+            }
+    }
+    s->width = extent(r, 200, 16);
+    s->height = extent(r, 150, 16);
+    if (thick) {
+        s->depth = urand(r, 2, 20);
+    } else if (chance(r, 40)) {
+        s->layers = urand(r, 2, 4);
+        uint32_t zx = urand(r, 1, 2);
+        for (uint32_t x = 0; x < zx; x++) {
+            uint32_t i = urand(r, 0, n - 1);
+            for (uint32_t t = 1; t < VIDMM_EQ_MAX_TERMS; t++)
+                if (eq->term[i][t].channel == VIDMM_EQ_NONE) {
+                    eq->term[i][t] = (struct vidmm_eq_term){ VIDMM_EQ_Z, (uint8_t)urand(r, 0, 1) };
+                    break;
+                }
+        }
+    }
+    s->eq = eq;
+}
+
+static void gen_morton(struct t_rng *r, struct tcase *c)
+{
+    struct ref_surf *s = &c->s;
+    surf_base(s, VIDMM_TILING_MORTON);
+    s->elem = PICK(r, elems_any);
+    if (chance(r, 30)) {
+        s->width = extent(r, 40, 8);
+        s->height = extent(r, 40, 8);
+        s->depth = urand(r, 2, 40);
+    } else {
+        s->width = extent(r, 300, 16);
+        s->height = extent(r, 300, 16);
+    }
+    if (chance(r, 30)) {
+        uint32_t divs[8], nd = 0;
+        for (uint32_t u = 1; u <= s->elem; u++)
+            if (s->elem % u == 0)
+                divs[nd++] = u;
+        s->unit = divs[t_rng_below(r, nd)];
+    }
+}
+
+/* Draw the surface, the subresource and the box of case 'idx' of family 'f'. */
+static void gen_case(struct t_rng *r, enum fam f, unsigned idx, struct tcase *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->idx = idx;
+    c->fam = f;
+    for (int tries = 0;; tries++) {
+        cr_assert_lt(tries, 1000, "could not draw a %s surface the model covers", fam_name(f));
+        switch (f) {
+        case F_LINEAR: gen_linear(r, c); break;
+        case F_BL: gen_bl(r, c, false); break;
+        case F_BL3D: gen_bl(r, c, true); break;
+        case F_INTEL: gen_intel(r, c); break;
+        case F_D3D: gen_d3d(r, c); break;
+        case F_AMD: gen_amd(r, c); break;
+        case F_EQUATION: gen_equation(r, c); break;
+        case F_MORTON: gen_morton(r, c); break;
+        }
+        if (ref_prepare(&c->L, &c->s) && c->L.tiled_size <= MAX_TILED && c->L.tiled_size > 0)
+            break;
+    }
+    c->mip = urand(r, 0, c->s.mips - 1);
+    c->layer = urand(r, 0, c->s.layers - 1);
+    const struct ref_mip *m = &c->L.mip[c->mip];
+    struct vidmm_box *b = &c->box;
+    unsigned k = (unsigned)t_rng_below(r, 100);
+    if (k < 12) {
+        c->null_box = true;
+        *b = (struct vidmm_box){ 0, 0, 0, m->w, m->h, m->d };
+    } else if (k < 22) {
+        *b = (struct vidmm_box){ urand(r, 0, m->w - 1), urand(r, 0, m->h - 1), urand(r, 0, m->d - 1), 1, 1, 1 };
+    } else {
+        b->x = chance(r, 20) ? 0 : urand(r, 0, m->w - 1);
+        b->width = chance(r, 25) ? m->w - b->x : urand(r, 1, m->w - b->x);
+        b->y = chance(r, 20) ? 0 : urand(r, 0, m->h - 1);
+        b->height = chance(r, 25) ? m->h - b->y : urand(r, 1, m->h - b->y);
+        b->z = urand(r, 0, m->d - 1);
+        b->depth = urand(r, 1, m->d - b->z);
+    }
+    if (!c->null_box) {
+        uint64_t row = (uint64_t)b->width * c->s.elem;
+        while (row * b->height * b->depth > MAX_BOX_BYTES && b->depth > 1)
+            b->depth = (b->depth + 1) / 2;
+        while (row * b->height * b->depth > MAX_BOX_BYTES && b->height > 1)
+            b->height = (b->height + 1) / 2;
+    }
+    size_t row = (size_t)b->width * c->s.elem;
+    c->row_pitch = row + (chance(r, 50) ? 0 : urand(r, 1, 77));
+    /* The strategies the header offers the copies: streaming stores in either direction,
+     * streaming loads from a (write-combined) tiled source. The result must not change. */
+    static const enum vidmm_strategy st_tile[] = { VIDMM_STRATEGY_AUTO, VIDMM_STRATEGY_AUTO,
+                                                   VIDMM_STRATEGY_NONTEMPORAL };
+    static const enum vidmm_strategy st_untile[] = { VIDMM_STRATEGY_AUTO, VIDMM_STRATEGY_NONTEMPORAL,
+                                                     VIDMM_STRATEGY_STREAM_LOAD };
+    c->tile_strategy = PICK(r, st_tile);
+    c->untile_strategy = PICK(r, st_untile);
+    c->slice_pitch = (b->height - 1) * c->row_pitch + row + (chance(r, 50) ? 0 : urand(r, 0, 300));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running one case.
+ * ------------------------------------------------------------------------------------------- */
+static const char *case_text(const struct tcase *c, const struct api *api)
+{
+    static char buf[512];
+    char sd[256];
+    int n = snprintf(buf, sizeof(buf),
+                     "%s case %u [%s%s%s%s%s]: %s; mip %u layer %u box %s(%u,%u,%u)+(%ux%ux%u) row_pitch %zu "
+                     "slice_pitch %zu",
+                     fam_name(c->fam), c->idx, api->ex ? t_backend_label(api->backend) : "default",
+                     api->ex ? ", tile " : "", api->ex ? t_strategy_label(c->tile_strategy) : "",
+                     api->ex ? ", untile " : "", api->ex ? t_strategy_label(c->untile_strategy) : "",
+                     ref_describe(&c->s, sd, sizeof(sd)), c->mip, c->layer, c->null_box ? "NULL=" : "", c->box.x,
+                     c->box.y, c->box.z, c->box.width, c->box.height, c->box.depth, c->row_pitch, c->slice_pitch);
+    if (c->s.tiling == VIDMM_TILING_EQUATION && n > 0 && (size_t)n < sizeof(buf)) {
+        /* The equation, MSB first, so a failure can be replayed by hand. */
+        size_t len = (size_t)n;
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "; eq%s", c->eq.thick ? " thick" : "");
+        for (uint32_t i = c->eq.bits; i-- > 0 && len < sizeof(buf);) {
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, " ");
+            for (int t = 0; t < VIDMM_EQ_MAX_TERMS && len < sizeof(buf); t++) {
+                const struct vidmm_eq_term *e = &c->eq.term[i][t];
+                if (e->channel == VIDMM_EQ_NONE)
+                    continue;
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%c%u", t ? "^" : "",
+                                        "-xyz"[e->channel], e->bit);
+            }
+        }
+    }
+    return buf;
+}
+
+#define FAILF(c, api, fmt, ...) \
+    cr_expect(0, "%s: " fmt T_CTX_FMT, case_text((c), (api)), ##__VA_ARGS__, T_CTX_ARGS)
+
+/* A buffer of 'len' bytes flush against the leading or the trailing guard page. */
+struct gbuf {
+    struct t_region r;
+    unsigned char *p;
+};
+
+static void gbuf_init(struct gbuf *g, size_t len, bool at_end)
+{
+    t_region_init(&g->r, len ? len : 1);
+    g->p = at_end ? g->r.hi - len : g->r.lo;
+}
+
+static int lib_copy(const struct api *api, const struct vidmm_tile_layout *layout,
+                    const struct vidmm_surface_desc *surf, const struct tcase *c, bool tile, unsigned char *tiled,
+                    size_t tiled_size, unsigned char *lin, size_t lin_size)
+{
+    const struct vidmm_box *box = c->null_box ? NULL : &c->box;
+    t_fault_context("%s %s", tile ? "swizzle" : "deswizzle", case_text(c, api));
+    if (api->ex) {
+        struct vidmm_kernel_opts o = t_opts(api->backend, tile ? c->tile_strategy : c->untile_strategy);
+        if (tile)
+            return vidmm_swizzle_ex(layout, surf, c->mip, c->layer, box, tiled, tiled_size, lin, lin_size,
+                                    c->row_pitch, c->slice_pitch, &o);
+        return vidmm_deswizzle_ex(layout, surf, c->mip, c->layer, box, tiled, tiled_size, lin, lin_size,
+                                  c->row_pitch, c->slice_pitch, &o);
+    }
+    if (tile)
+        return vidmm_swizzle(layout, surf, c->mip, c->layer, box, tiled, tiled_size, lin, lin_size, c->row_pitch,
+                             c->slice_pitch);
+    return vidmm_deswizzle(layout, surf, c->mip, c->layer, box, tiled, tiled_size, lin, lin_size, c->row_pitch,
+                           c->slice_pitch);
+}
+
+/* Where a byte of the box is, for messages: the box byte whose tiled address or linear offset
+ * is 'pos', or none. */
+static void locate(const struct tcase *c, const uint64_t *addr, const size_t *loff, size_t nbytes, bool tiled_side,
+                   size_t pos, char *out, size_t cap)
+{
+    size_t row = (size_t)c->box.width * c->s.elem;
+    for (size_t i = 0; i < nbytes; i++)
+        if ((tiled_side ? addr[i] : loff[i]) == pos) {
+            size_t xb = i % row, y = (i / row) % c->box.height, z = i / row / c->box.height;
+            snprintf(out, cap, "box byte x=%zu (element %zu, byte %zu) y=%zu z=%zu of the mip",
+                     c->box.x * (size_t)c->s.elem + xb, c->box.x + xb / c->s.elem, xb % c->s.elem,
+                     c->box.y + y, c->box.z + z);
+            return;
+        }
+    snprintf(out, cap, "not a byte of the box: it must not change");
+}
+
+static bool check_buffer(const struct tcase *c, const struct api *api, const char *what, const unsigned char *got,
+                         const unsigned char *want, size_t n, const uint64_t *addr, const size_t *loff,
+                         size_t nbytes, bool tiled_side)
+{
+    ptrdiff_t k = t_find_diff(got, want, n);
+    if (k < 0)
+        return true;
+    size_t count = 0;
+    for (size_t i = (size_t)k; i < n; i++)
+        count += got[i] != want[i];
+    char where[160];
+    locate(c, addr, loff, nbytes, tiled_side, (size_t)k, where, sizeof(where));
+    FAILF(c, api, "%s: byte %td is 0x%02x, want 0x%02x (%s); %zu bytes wrong", what, k, got[k], want[k], where,
+          count);
+    return false;
+}
+
+static bool check_sizes(const struct tcase *c, const struct api *api, const struct vidmm_tile_layout *layout,
+                        const struct vidmm_surface_desc *surf)
+{
+    uint64_t tiled = 0, linear = 0;
+    int rc = vidmm_surface_tiled_size(layout, surf, &tiled);
+    if (rc != 0 || tiled != c->L.tiled_size) {
+        FAILF(c, api, "vidmm_surface_tiled_size() = %d, %llu bytes; the model says %llu", rc,
+              (unsigned long long)tiled, (unsigned long long)c->L.tiled_size);
+        return false;
+    }
+    rc = vidmm_surface_linear_size(layout, surf, &linear);
+    if (rc != 0 || linear != c->L.linear_size) {
+        FAILF(c, api, "vidmm_surface_linear_size() = %d, %llu bytes; the model says %llu", rc,
+              (unsigned long long)linear, (unsigned long long)c->L.linear_size);
+        return false;
+    }
+    struct vidmm_subresource_info info;
+    memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    rc = vidmm_surface_subresource(layout, surf, c->mip, c->layer, &info);
+    const struct ref_mip *m = &c->L.mip[c->mip];
+    if (rc != 0 || info.width != m->w || info.height != m->h || info.depth != m->d ||
+        info.linear_offset != ref_linear_offset(&c->L, c->mip, c->layer) ||
+        info.linear_size != (uint64_t)m->w * m->h * m->d * c->s.elem) {
+        FAILF(c, api,
+              "vidmm_surface_subresource() = %d: %ux%ux%u elements, linear offset %llu size %llu; the model says "
+              "%ux%ux%u, %llu, %llu",
+              rc, info.width, info.height, info.depth, (unsigned long long)info.linear_offset,
+              (unsigned long long)info.linear_size, m->w, m->h, m->d,
+              (unsigned long long)ref_linear_offset(&c->L, c->mip, c->layer),
+              (unsigned long long)((uint64_t)m->w * m->h * m->d * c->s.elem));
+        return false;
+    }
+    if (c->s.tiling == VIDMM_TILING_BLOCK_LINEAR &&
+        (info.block_height != m->gob_bh || info.block_depth != m->gob_bd)) {
+        FAILF(c, api, "mip block height/depth %u/%u; the model says %u/%u", info.block_height, info.block_depth,
+              m->gob_bh, m->gob_bd);
+        return false;
+    }
+    if (info.tiled_offset > tiled || info.tiled_size > tiled - info.tiled_offset) {
+        FAILF(c, api, "subresource span [%llu, +%llu) exceeds the %llu-byte surface",
+              (unsigned long long)info.tiled_offset, (unsigned long long)info.tiled_size,
+              (unsigned long long)tiled);
+        return false;
+    }
+    return true;
+}
+
+/* The whole-surface calls against the model (reference_default only). */
+static bool check_surface_calls(const struct tcase *c, const struct api *api, struct t_rng *r,
+                                const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surf)
+{
+    size_t tl = (size_t)c->L.tiled_size, ll = (size_t)c->L.linear_size;
+    if (tl > MAX_SURFACE_CHECK || ll > MAX_SURFACE_CHECK)
+        return true;
+    bool ok = true;
+    struct gbuf t, l;
+    gbuf_init(&t, tl, chance(r, 50));
+    gbuf_init(&l, ll, chance(r, 50));
+    unsigned char *want = malloc(tl > ll ? tl : ll);
+    cr_assert(want != NULL);
+
+    t_rng_bytes(r, t.p, tl);
+    t_rng_bytes(r, l.p, ll);
+    memcpy(want, t.p, tl);
+    ref_tile_surface(&c->L, want, l.p);
+    t_fault_context("vidmm_swizzle_surface %s", case_text(c, api));
+    int rc = vidmm_swizzle_surface(layout, surf, t.p, tl, l.p, ll);
+    if (rc != 0) {
+        FAILF(c, api, "vidmm_swizzle_surface() returned %d (%s)", rc, vidmm_strerror(rc));
+        ok = false;
+    } else {
+        ok = check_buffer(c, api, "vidmm_swizzle_surface() (padding must keep its old bytes)", t.p, want, tl, NULL,
+                          NULL, 0, true) && ok;
+    }
+
+    t_rng_bytes(r, t.p, tl);
+    t_rng_bytes(r, l.p, ll);
+    memcpy(want, l.p, ll);
+    ref_untile_surface(&c->L, t.p, want);
+    t_fault_context("vidmm_deswizzle_surface %s", case_text(c, api));
+    rc = vidmm_deswizzle_surface(layout, surf, t.p, tl, l.p, ll);
+    if (rc != 0) {
+        FAILF(c, api, "vidmm_deswizzle_surface() returned %d (%s)", rc, vidmm_strerror(rc));
+        ok = false;
+    } else {
+        ok = check_buffer(c, api, "vidmm_deswizzle_surface()", l.p, want, ll, NULL, NULL, 0, false) && ok;
+    }
+    free(want);
+    t_region_fini(&t.r);
+    t_region_fini(&l.r);
+    return ok;
+}
+
+static bool run_case(const struct api *api, struct tcase *c, struct t_rng *r)
+{
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc surf;
+    ref_to_public(&c->s, &layout, &surf);
+    if (!check_sizes(c, api, &layout, &surf))
+        return false;
+
+    /* The box, byte by byte: its tiled address and its offset in the linear buffer. */
+    const struct vidmm_box *b = &c->box;
+    size_t row = (size_t)b->width * c->s.elem;
+    size_t nbytes = row * b->height * b->depth;
+    size_t lin_size = (b->depth - 1) * c->slice_pitch + (b->height - 1) * c->row_pitch + row;
+    size_t tiled_size = (size_t)c->L.tiled_size;
+    uint64_t *addr = malloc(nbytes * sizeof(*addr));
+    size_t *loff = malloc(nbytes * sizeof(*loff));
+    cr_assert(addr != NULL && loff != NULL, "out of memory");
+    struct vidmm_subresource_info info;
+    memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    vidmm_surface_subresource(&layout, &surf, c->mip, c->layer, &info);
+    bool ok = true;
+    size_t i = 0;
+    for (uint32_t z = 0; z < b->depth; z++)
+        for (uint32_t y = 0; y < b->height; y++)
+            for (size_t xb = 0; xb < row; xb++, i++) {
+                addr[i] = ref_addr(&c->L, c->mip, c->layer, (uint64_t)b->x * c->s.elem + xb, b->y + y, b->z + z);
+                loff[i] = z * c->slice_pitch + y * c->row_pitch + xb;
+                if (ok && (addr[i] < info.tiled_offset || addr[i] >= info.tiled_offset + info.tiled_size)) {
+                    FAILF(c, api, "box byte %zu maps to tiled byte %llu, outside the subresource span [%llu, +%llu)",
+                          i, (unsigned long long)addr[i], (unsigned long long)info.tiled_offset,
+                          (unsigned long long)info.tiled_size);
+                    ok = false;
+                }
+            }
+
+    struct gbuf t, l, l2;
+    gbuf_init(&t, tiled_size, chance(r, 50));
+    gbuf_init(&l, lin_size, chance(r, 50));
+    gbuf_init(&l2, lin_size, chance(r, 50));
+    unsigned char *want = malloc(tiled_size > lin_size ? tiled_size : lin_size);
+    cr_assert(want != NULL, "out of memory");
+
+    /* Swizzle: only the box's bytes of the tiled buffer change. */
+    t_rng_bytes(r, t.p, tiled_size);
+    t_rng_bytes(r, l.p, lin_size);
+    memcpy(want, t.p, tiled_size);
+    for (i = 0; i < nbytes; i++)
+        want[addr[i]] = l.p[loff[i]];
+    int rc = lib_copy(api, &layout, &surf, c, true, t.p, tiled_size, l.p, lin_size);
+    bool tiled_ok = false;
+    if (rc != 0) {
+        FAILF(c, api, "swizzle returned %d (%s)", rc, vidmm_strerror(rc));
+        ok = false;
+    } else {
+        tiled_ok = check_buffer(c, api, "swizzle", t.p, want, tiled_size, addr, loff, nbytes, true);
+        ok = tiled_ok && ok;
+    }
+
+    /* Round trip: untile what was just tiled into a fresh buffer; the box comes back. */
+    if (tiled_ok) {
+        t_rng_bytes(r, l2.p, lin_size);
+        memcpy(want, l2.p, lin_size);
+        for (i = 0; i < nbytes; i++)
+            want[loff[i]] = l.p[loff[i]];
+        rc = lib_copy(api, &layout, &surf, c, false, t.p, tiled_size, l2.p, lin_size);
+        if (rc != 0) {
+            FAILF(c, api, "deswizzle (round trip) returned %d (%s)", rc, vidmm_strerror(rc));
+            ok = false;
+        } else {
+            ok = check_buffer(c, api, "round trip", l2.p, want, lin_size, addr, loff, nbytes, false) && ok;
+        }
+    }
+
+    /* Deswizzle from random tiled bytes: only the box's bytes of the linear buffer change. */
+    t_rng_bytes(r, t.p, tiled_size);
+    t_rng_bytes(r, l.p, lin_size);
+    memcpy(want, l.p, lin_size);
+    for (i = 0; i < nbytes; i++)
+        want[loff[i]] = t.p[addr[i]];
+    rc = lib_copy(api, &layout, &surf, c, false, t.p, tiled_size, l.p, lin_size);
+    if (rc != 0) {
+        FAILF(c, api, "deswizzle returned %d (%s)", rc, vidmm_strerror(rc));
+        ok = false;
+    } else {
+        ok = check_buffer(c, api, "deswizzle", l.p, want, lin_size, addr, loff, nbytes, false) && ok;
+    }
+
+    free(want);
+    free(addr);
+    free(loff);
+    t_region_fini(&t.r);
+    t_region_fini(&l.r);
+    t_region_fini(&l2.r);
+
+    if (!api->ex)
+        ok = check_surface_calls(c, api, r, &layout, &surf) && ok;
+    return ok;
+}
+
+static void run_family(const struct api *api, enum fam f)
+{
+    if (api->ex)
+        t_require_backend(api->backend);
+    /* The same cases for every backend: the stream depends on the family only. */
+    struct t_rng gen, data;
+    t_rng_init(&gen, 0x5157 + (uint64_t)f);
+    t_rng_init(&data, 0xDA7A + (uint64_t)f);
+    unsigned fails = 0, n = api->ex ? N_CASES : N_CASES / 2;
+    const char *env = getenv("VIDMM_SWIZZLE_CASES");
+    if (env != NULL && atoi(env) > 0)
+        n = (unsigned)atoi(env);
+    struct tcase *c = malloc(sizeof(*c));
+    cr_assert(c != NULL);
+    for (unsigned idx = 0; idx < n && fails < MAX_FAILS; idx++) {
+        gen_case(&gen, f, idx, c);
+        if (!run_case(api, c, &data))
+            fails++;
+    }
+    free(c);
+}
+
+#define REF_FAMILY_TEST(suite, name, F, EX, B)                     \
+    Test(suite, name, .timeout = T_TIMEOUT)                        \
+    {                                                              \
+        struct api a = { EX, B };                                  \
+        run_family(&a, F);                                         \
+    }
+
+#define REF_SUITE(suite, EX, B)                                         \
+    REF_FAMILY_TEST(suite, linear, F_LINEAR, EX, B)                     \
+    REF_FAMILY_TEST(suite, block_linear, F_BL, EX, B)                   \
+    REF_FAMILY_TEST(suite, block_linear_3d, F_BL3D, EX, B)              \
+    REF_FAMILY_TEST(suite, intel, F_INTEL, EX, B)                       \
+    REF_FAMILY_TEST(suite, d3d, F_D3D, EX, B)                           \
+    REF_FAMILY_TEST(suite, amd, F_AMD, EX, B)                           \
+    REF_FAMILY_TEST(suite, equation, F_EQUATION, EX, B)                 \
+    REF_FAMILY_TEST(suite, morton, F_MORTON, EX, B)
+
+#define REF_BACKEND_TESTS(tag, B) REF_SUITE(reference_##tag, true, B)
+
+T_FOR_EACH_BACKEND(REF_BACKEND_TESTS)
+REF_SUITE(reference_default, false, VIDMM_BACKEND_AUTO)
