@@ -636,7 +636,7 @@ int vidmm_deswizzle_surface(const struct vidmm_tile_layout *layout, const struct
  * its row), slices pitch * height apart.
  * ------------------------------------------------------------------------------------------- */
 
-static int linear_check(const struct vidmm_swz_surface *s)
+static int linear_check(struct vidmm_swz_surface *s)
 {
     const struct vidmm_tile_layout *l = &s->layout;
     if (l->flags || l->block_height || l->block_depth || l->swizzle_unit || l->amd_swizzle_mode)

@@ -252,7 +252,7 @@ static uint64_t bl_tile_base(const struct vidmm_swz_mip *m, uint64_t tx, uint32_
  * and rejects every layout field block-linear does not use, so that a descriptor meant for
  * another tiling is not silently accepted. Sparse layouts (blocks several GOBs wide) are not
  * covered by the spec (3.6) and cannot be expressed. Returns 0 or VIDMM_E_INVALID_ARG. */
-static int bl_check(const struct vidmm_swz_surface *s)
+static int bl_check(struct vidmm_swz_surface *s)
 {
     const struct vidmm_tile_layout *l = &s->layout;
     uint64_t total;

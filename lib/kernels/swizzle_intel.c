@@ -155,7 +155,7 @@ static const struct intel_variant variants[5] = {
  * 64 bits and the bit-6 swizzle on Tile4, which has none (4.4: Mesa asserts it off): all
  * VIDMM_E_INVALID_ARG. Mip chains, arrays, 3D and compressed blocks are VIDMM_E_UNSUPPORTED:
  * the spec defines only one 2D surface of bytes (4.2, 4.5). */
-static int intel_check(const struct vidmm_swz_surface *s)
+static int intel_check(struct vidmm_swz_surface *s)
 {
     const struct vidmm_tile_layout *l = &s->layout;
     uint64_t total;

@@ -24,6 +24,10 @@ struct vidmm_swz_surface {
     uint32_t elem;                       /* element bytes */
     uint32_t bw, bh;                     /* compressed block in pixels */
     uint32_t mips, layers;
+    /* Family-private results of check(), read by total() and resolve() of the same call, so that
+     * work such as analysing an equation happens once per call rather than three times. */
+    bool priv_valid;
+    _Alignas(16) unsigned char priv[1024];
 };
 
 /* The fast path's description of a layout (optional, filled by a family's resolve()):
@@ -71,7 +75,8 @@ struct vidmm_swz_mip {
 
 /* Each family implements these three, for the tilings it owns:
  *   check(s)            validates the family-specific fields and the surface for this
- *                       tiling: 0, VIDMM_E_INVALID_ARG or VIDMM_E_UNSUPPORTED.
+ *                       tiling: 0, VIDMM_E_INVALID_ARG or VIDMM_E_UNSUPPORTED; may leave
+ *                       results for total() and resolve() in s->priv (and set priv_valid).
  *   total(s, &bytes)    the whole tiled surface size (all layers, mips, padding).
  *   resolve(s, mip, layer, &m)  fills every field of 'm' (s, mip, layer and the linear side
  *                       are already set by the caller: w, h, d, elem, linear_offset).
@@ -79,7 +84,7 @@ struct vidmm_swz_mip {
  * sizes non-zero, elem 1..16, bw/bh 1..16, mips within the chain, layers >= 1, and that every
  * 64-bit product fits (the engine checks the linear sizes; families check their own sums). */
 struct vidmm_swz_family {
-    int (*check)(const struct vidmm_swz_surface *s);
+    int (*check)(struct vidmm_swz_surface *s);
     int (*total)(const struct vidmm_swz_surface *s, uint64_t *bytes);
     int (*resolve)(const struct vidmm_swz_surface *s, uint32_t mip, uint32_t layer, struct vidmm_swz_mip *m);
 };

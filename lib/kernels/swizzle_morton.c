@@ -182,7 +182,7 @@ static uint64_t morton_tile_base(const struct vidmm_swz_mip *m, uint64_t tx, uin
 /* morton_check() accepts a swizzle unit that divides the element size (6.3: E is a multiple
  * of U; 0 = E), powers of two or not, and rejects the layout fields Morton does not use and
  * sizes beyond 64 bits: all VIDMM_E_INVALID_ARG. */
-static int morton_check(const struct vidmm_swz_surface *s)
+static int morton_check(struct vidmm_swz_surface *s)
 {
     const struct vidmm_tile_layout *l = &s->layout;
     uint64_t total;
