@@ -166,11 +166,17 @@ VIDMM_API int vidmm_deswizzle_surface(const struct vidmm_tile_layout *layout, co
                                       const void *tiled, size_t tiled_size, void *linear, size_t linear_size);
 
 /* The _ex forms take kernel options: a forced backend (SCALAR runs the reference walk, which
- * maps every run through the layout's address function; the others the fast paths), and a
- * strategy - STREAM_LOAD when the tiled source of a deswizzle is write-combined memory,
- * NONTEMPORAL to force streaming stores (AUTO: streaming stores when the destination exceeds
- * the non-temporal threshold). 'opts' may be NULL. Returns as the plain forms, and
- * VIDMM_E_UNSUPPORTED for an unusable backend or a strategy copies do not have (MOVDIR64B, LIBC). */
+ * maps every run through the layout's address function; the others the tile-table walk), and a
+ * strategy:
+ *   STREAM_LOAD  the tiled source of a deswizzle is write-combined memory: whole tiles of the
+ *                16-byte-run layouts (block-linear, Intel Y/Tile4, D3D, AMD) are read line by
+ *                line with MOVNTDQA (backends with SSE4.1); edge tiles and other layouts use
+ *                ordinary loads. 'tiled' must be 16-byte aligned for the streaming path.
+ *   NONTEMPORAL  force streaming stores when tiling (same layouts, whole tiles);
+ *   AUTO         streaming stores when tiling more than the non-temporal threshold, for the
+ *                layouts where they measured faster (block-linear, 64 KB D3D/AMD blocks).
+ * 'opts' may be NULL. Returns as the plain forms, and VIDMM_E_UNSUPPORTED for an unusable
+ * backend or a strategy copies do not have (MOVDIR64B, LIBC). */
 VIDMM_API int vidmm_swizzle_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                                uint32_t mip, uint32_t layer, const struct vidmm_box *box,
                                void *tiled, size_t tiled_size,

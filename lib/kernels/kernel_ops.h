@@ -38,6 +38,12 @@ struct vidmm_kernel_ops {
      * 16-byte aligned. NULL in a table without streaming stores. */
     void (*swz_tile16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint16_t *inv,
                           unsigned granules, unsigned gxor);
+    /* Deswizzle: reads one whole tile in address order with streaming loads (MOVNTDQA, for a
+     * write-combined tiled source: whole lines, back to back) and scatters its granules to the
+     * linear rows through the same inverse table. Ordinary loads where the backend has no
+     * streaming loads ('stream_loads' false). NULL in the scalar table. */
+    void (*swz_untile16_stream)(const unsigned char *tile, unsigned char *lin, size_t row_pitch,
+                                const uint16_t *inv, unsigned granules, unsigned gxor);
     /* The same tile written row by row instead (run c of row r to tile + (xo[c] ^ yo[r] ^ zoff)),
      * for layouts where one row of a tile touches few lines, so few lines are open at once. */
     void (*swz_rows16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,

@@ -54,4 +54,5 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .fill_nt = fill_scalar,
     .swz_tile16_nt = NULL,
     .swz_rows16_nt = NULL,
+    .swz_untile16_stream = NULL,
 };

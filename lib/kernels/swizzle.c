@@ -129,6 +129,26 @@ static int linear_total(const struct vidmm_swz_surface *s, uint64_t *bytes)
     return mul_ok(layer0, s->layers, bytes) ? 0 : VIDMM_E_INVALID_ARG;
 }
 
+/* merge_runs() doubles the tile tables' run while every pair of neighbouring runs is adjacent
+ * in memory (xo[2i + 1] == xo[2i] + run), up to 16 bytes: Morton with 4-byte units describes
+ * 4-byte runs, but x0 is the lowest index bit, so unit pairs are contiguous - and then y0 comes
+ * next, which lets pair_runs() move two rows at once. */
+static void merge_runs(struct vidmm_swz_tiles *t)
+{
+    while (t->run_log2 < 4 && t->tw_log2 > t->run_log2) {
+        unsigned cols = 1u << (t->tw_log2 - t->run_log2);
+        uint32_t run = 1u << t->run_log2;
+        bool ok = cols >= 2;
+        for (unsigned i = 0; ok && i < cols; i += 2)
+            ok = t->xo[i + 1] == t->xo[i] + run && (t->xo[i] & (2 * run - 1)) == 0;
+        if (!ok)
+            return;
+        for (unsigned i = 0; i < cols / 2; i++)
+            t->xo[i] = t->xo[2 * i];
+        t->run_log2++;
+    }
+}
+
 /* prepare() resolves subresource (mip, layer) into '*m'. */
 static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_family *fam, uint32_t mip,
                    uint32_t layer, struct vidmm_swz_mip *m)
@@ -158,6 +178,8 @@ static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_fam
         VIDMM_ASSERT(!"tile description out of bounds");
         m->tiles.tile_base = NULL;
     }
+    if (m->tiles.tile_base != NULL)
+        merge_runs(&m->tiles);
     return m->addr != NULL && m->run_log2 <= 40 ? 0 : VIDMM_E_UNSUPPORTED;
 }
 
@@ -281,6 +303,35 @@ static inline __attribute__((always_inline)) void tile_runs(unsigned char *tb, u
     }
 }
 
+/* pair_runs() serves layouts whose address bit right above an 8-byte run is y0 (Morton with
+ * 4-byte units: x0 is inside the run, then y0, then x1...): runs c of rows r and r + 1 (r even)
+ * form one contiguous 16-byte granule, so two rows move together in 16-byte stores instead of
+ * 8-byte ones. Needs yo[r + 1] == yo[r] ^ 8 for even r, which a separable equation with
+ * yo[1] == 8 guarantees, and no x entry touching bit 3. */
+static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, unsigned char *lin,
+                                                            size_t row_pitch, const uint32_t *xo,
+                                                            const uint32_t *yo, uint32_t zoff, unsigned ncols,
+                                                            unsigned nrows, enum dir dir)
+{
+    for (unsigned r = 0; r < nrows; r += 2) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *l0 = lin + r * row_pitch, *l1 = l0 + row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tb + (xo[c] ^ yoff);
+            unsigned char g[16];
+            if (dir == TILE) {
+                memcpy(g, l0 + 8 * c, 8);
+                memcpy(g + 8, l1 + 8 * c, 8);
+                memcpy(tp, g, 16);
+            } else {
+                memcpy(g, tp, 16);
+                memcpy(l0 + 8 * c, g, 8);
+                memcpy(l1 + 8 * c, g + 8, 8);
+            }
+        }
+    }
+}
+
 /* runs_aligned() copies a run-aligned part of a tile: columns [0, ncols) from table index
  * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
  * common whole-tile shapes with constant trip counts as well: the GOB (64 B x 8), Intel Y and
@@ -314,6 +365,19 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
         else
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 16, UNTILE);
     } else if (t->run_log2 == 3) {
+        if (t->yo[1] == 8 && (t->yo[0] & 8) == 0 && zoff % 16 == 0 && row0 % 2 == 0 && nrows % 2 == 0 &&
+            t->th_log2 >= 1) {
+            bool x_clear = true;
+            for (unsigned c = 0; c < ncols; c++)
+                x_clear &= (xo[c] & 8) == 0;
+            if (x_clear) {
+                if (dir == TILE)
+                    pair_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, TILE);
+                else
+                    pair_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, UNTILE);
+                return;
+            }
+        }
         if (dir == TILE)
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 8, TILE);
         else
@@ -335,7 +399,8 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
  * while it is hot. Arguments are valid. */
 static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
                        unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
-                       const struct vidmm_kernel_ops *nt_ops, const uint16_t *inv, bool row_order)
+                       const struct vidmm_kernel_ops *nt_ops, const uint16_t *inv, bool row_order,
+                       const struct vidmm_kernel_ops *stream_ops)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
@@ -369,6 +434,14 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                     else
                         nt_ops->swz_tile16_nt(tb, lin, row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
                                               zoff >> 4);
+                    continue;
+                }
+                if (stream_ops != NULL && zoff % 16 == 0 && ((c0 | c1) & tw_mask) == 0 && c1 - c0 == tw_mask + 1 &&
+                    r1 - r0 == th_mask + 1) {
+                    /* A whole tile from write-combined memory: streaming loads in address order. */
+                    stream_ops->swz_untile16_stream(tb, lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0),
+                                                    row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
+                                                    zoff >> 4);
                     continue;
                 }
                 if (((c0 | c1) & run_mask) == 0) {
@@ -467,7 +540,13 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
         if (!row_order && (1ull << (m->tiles.tw_log2 + m->tiles.th_log2)) < 16384)
             nt = false;
     }
-    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt ? ops : NULL, inv, row_order);
+    /* Streaming loads for a deswizzle from write-combined memory (asked for, never guessed):
+     * whole tiles read line by line in address order; partial tiles at the box's edges take
+     * ordinary loads. */
+    bool stream = dir == UNTILE && strategy == VIDMM_STRATEGY_STREAM_LOAD && ops->swz_untile16_stream != NULL &&
+                  ((uintptr_t)tiled & 15) == 0 && build_inverse(&m->tiles, inv);
+    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt ? ops : NULL, inv, row_order,
+               stream ? ops : NULL);
     if (nt)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }

@@ -258,6 +258,26 @@ static void swz_tile16_nt(unsigned char *tile, const unsigned char *lin, size_t 
     }
 }
 
+/* swz_untile16_stream(): the reverse of swz_tile16_nt() for a write-combined tiled source. */
+static void swz_untile16_stream(const unsigned char *tile, unsigned char *lin, size_t row_pitch,
+                                const uint16_t *inv, unsigned granules, unsigned gxor)
+{
+    for (unsigned g = 0; g < granules; g += 4) {
+        __m128i v[4];
+        for (unsigned k = 0; k < 4; k++) {
+#if HAVE_STREAM_LOAD
+            v[k] = _mm_stream_load_si128((__m128i *)(void *)(uintptr_t)(tile + 16 * (g + k)));
+#else
+            v[k] = _mm_load_si128((const __m128i *)(const void *)(tile + 16 * (g + k)));
+#endif
+        }
+        for (unsigned k = 0; k < 4; k++) {
+            unsigned e = inv[(g + k) ^ gxor];
+            _mm_storeu_si128((__m128i *)(void *)(lin + (e >> 6) * row_pitch + 16 * (e & 63)), v[k]);
+        }
+    }
+}
+
 /* swz_rows16_nt(): the same, row by row; for the GOB, where a tile row touches four lines and
  * two rows complete them, this order measured faster than the gather. */
 static void swz_rows16_nt(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
@@ -284,6 +304,7 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .fill_nt = fill_nt,
     .swz_tile16_nt = swz_tile16_nt,
     .swz_rows16_nt = swz_rows16_nt,
+    .swz_untile16_stream = swz_untile16_stream,
 };
 
 #undef LINE
