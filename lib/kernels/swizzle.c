@@ -334,8 +334,7 @@ static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, u
 
 /* runs_aligned() copies a run-aligned part of a tile: columns [0, ncols) from table index
  * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
- * common whole-tile shapes with constant trip counts as well: the GOB (64 B x 8), Intel Y and
- * Tile4 (128 B x 32), and D3D 64 KB at 4-byte elements (512 B x 128). */
+ * common whole-tile shapes (listed in the switch) with constant trip counts as well. */
 static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, unsigned char *lin, size_t row_pitch,
                          uint32_t zoff, unsigned col0, unsigned ncols, unsigned row0, unsigned nrows, enum dir dir)
 {
@@ -353,9 +352,16 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
                     tile_runs(tb, lin, row_pitch, xo, yo, zoff, 1u << (tw - 4), 1u << th, 16, UNTILE);             \
                 return;
             switch (shape) {
-            SHAPE(6, 3)
-            SHAPE(7, 5)
-            SHAPE(9, 7)
+            SHAPE(6, 3) /* block-linear blocks, 64 B x 8 * block height (1..32 GOBs) */
+            SHAPE(6, 4)
+            SHAPE(6, 5)
+            SHAPE(6, 6)
+            SHAPE(6, 7)
+            SHAPE(6, 8)
+            SHAPE(7, 5) /* Intel Y / Tile4, D3D 4 KB at 4 bytes */
+            SHAPE(8, 8) /* D3D 64 KB at 1 byte */
+            SHAPE(9, 7) /* D3D 64 KB at 2 and 4 bytes, AMD SW_64KB_R_X */
+            SHAPE(10, 6) /* D3D 64 KB at 8 and 16 bytes */
             default: break;
             }
 #undef SHAPE
