@@ -183,6 +183,18 @@ static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_fam
     return m->addr != NULL && m->run_log2 <= 40 ? 0 : VIDMM_E_UNSUPPORTED;
 }
 
+/* open_surface() is the start of every public call: load and check the descriptors, then the
+ * packed linear size ('*lin') and the tiled size ('*total'), each checked for overflow. */
+static int open_surface(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                        struct vidmm_swz_surface *s, const struct vidmm_swz_family **fam, uint64_t *lin,
+                        uint64_t *total)
+{
+    int err;
+    if ((err = load(layout, surface, s, fam)) < 0 || (err = linear_total(s, lin)) < 0)
+        return err;
+    return (*fam)->total(s, total);
+}
+
 int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                              uint64_t *bytes)
 {
@@ -193,8 +205,7 @@ int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout, const struc
 
     if (bytes == NULL)
         return VIDMM_E_INVALID_ARG;
-    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
-        (err = fam->total(&s, &total)) < 0)
+    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0)
         return err;
     *bytes = total;
     return 0;
@@ -211,8 +222,7 @@ int vidmm_surface_linear_size(const struct vidmm_tile_layout *layout, const stru
     if (bytes == NULL)
         return VIDMM_E_INVALID_ARG;
     /* The tiled size is computed too: a surface the tiling cannot hold has no linear size. */
-    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
-        (err = fam->total(&s, &total)) < 0)
+    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0)
         return err;
     *bytes = lin;
     return 0;
@@ -229,8 +239,8 @@ int vidmm_surface_subresource(const struct vidmm_tile_layout *layout, const stru
 
     if (info == NULL || info->size < SUBRES_V0_SIZE)
         return VIDMM_E_INVALID_ARG;
-    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
-        (err = fam->total(&s, &total)) < 0 || (err = prepare(&s, fam, mip, layer, &m)) < 0)
+    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0 ||
+        (err = prepare(&s, fam, mip, layer, &m)) < 0)
         return err;
     size_t size = info->size;
     memset(info, 0, SUBRES_V0_SIZE);
@@ -579,8 +589,8 @@ static int copy_one(const struct vidmm_tile_layout *layout, const struct vidmm_s
 
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
-    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
-        (err = fam->total(&s, &total)) < 0 || (err = prepare(&s, fam, mip, layer, &m)) < 0)
+    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0 ||
+        (err = prepare(&s, fam, mip, layer, &m)) < 0)
         return err;
     if (backend != VIDMM_BACKEND_AUTO && !vidmm_backend_supported(backend))
         return VIDMM_E_UNSUPPORTED;
@@ -663,8 +673,7 @@ static int copy_surface(const struct vidmm_tile_layout *layout, const struct vid
 
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
-    if ((err = load(layout, surface, &s, &fam)) < 0 || (err = linear_total(&s, &lin)) < 0 ||
-        (err = fam->total(&s, &total)) < 0)
+    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0)
         return err;
     if (backend != VIDMM_BACKEND_AUTO && !vidmm_backend_supported(backend))
         return VIDMM_E_UNSUPPORTED;
