@@ -195,8 +195,10 @@ static int open_surface(const struct vidmm_tile_layout *layout, const struct vid
     return (*fam)->total(s, total);
 }
 
-int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
-                             uint64_t *bytes)
+/* surface_size() answers both size queries; the tiled size is always computed, because a surface
+ * the tiling cannot hold has no linear size either. */
+static int surface_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                        uint64_t *bytes, bool tiled)
 {
     struct vidmm_swz_surface s;
     const struct vidmm_swz_family *fam;
@@ -207,25 +209,20 @@ int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout, const struc
         return VIDMM_E_INVALID_ARG;
     if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0)
         return err;
-    *bytes = total;
+    *bytes = tiled ? total : lin;
     return 0;
+}
+
+int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                             uint64_t *bytes)
+{
+    return surface_size(layout, surface, bytes, true);
 }
 
 int vidmm_surface_linear_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                               uint64_t *bytes)
 {
-    struct vidmm_swz_surface s;
-    const struct vidmm_swz_family *fam;
-    uint64_t lin, total;
-    int err;
-
-    if (bytes == NULL)
-        return VIDMM_E_INVALID_ARG;
-    /* The tiled size is computed too: a surface the tiling cannot hold has no linear size. */
-    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0)
-        return err;
-    *bytes = lin;
-    return 0;
+    return surface_size(layout, surface, bytes, false);
 }
 
 int vidmm_surface_subresource(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
