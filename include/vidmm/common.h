@@ -26,7 +26,12 @@ enum vidmm_error {
     VIDMM_E_IO = -7,                /* the disk tier failed to read or write */
     VIDMM_E_UNSUPPORTED = -8,       /* this CPU, OS or build cannot do it */
     VIDMM_E_DEVICE_REMOVED = -9,    /* the device was removed; every later call fails with this */
-    VIDMM_E_OVERLAP = -10           /* source and destination ranges overlap */
+    VIDMM_E_OVERLAP = -10,          /* source and destination ranges overlap */
+    VIDMM_E_CANT_RENDER_LOCKED = -11, /* a submission lists a locked allocation that cannot
+                                         leave its memory segment (CANTRENDERLOCKEDALLOCATION) */
+    VIDMM_E_INVALID_INSTANCE = -12, /* a rename instance used out of order (INVALID_ALLOCATION_INSTANCE) */
+    VIDMM_E_ALLOCATION_INVALID = -13, /* the driver failed a paging operation (ALLOCATION_INVALID) */
+    VIDMM_E_TIMEOUT = -14           /* a wait ended before its fence was signalled */
 };
 
 /* vidmm_strerror() returns a short English description of 'err' (a VIDMM_E_* value or 0).

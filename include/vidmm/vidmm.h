@@ -7,5 +7,6 @@
 #include "common.h"
 #include "kernels.h"
 #include "swizzle.h"
+#include "device.h"
 
 #endif /* VIDMM_VIDMM_H */

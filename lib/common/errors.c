@@ -30,6 +30,14 @@ static const struct err_row err_rows[] = {
     /* -9 */ { "device removed", 0xC00002B6u /* STATUS_DEVICE_REMOVED */, 0x88760870u /* D3DDDIERR_DEVICEREMOVED */ },
     /* -10 */ { "source and destination overlap", 0xC000000Du /* STATUS_INVALID_PARAMETER */,
                 0x80070057u /* E_INVALIDARG */ },
+    /* -11 */ { "cannot render a locked allocation", 0xC01E0111u /* STATUS_GRAPHICS_CANT_RENDER_LOCKED_ALLOCATION */,
+                0xC0262111u /* D3DDDIERR_CANTRENDERLOCKEDALLOCATION */ },
+    /* -12 */ { "rename instance used out of order", 0xC01E0113u /* STATUS_GRAPHICS_INVALID_ALLOCATION_INSTANCE */,
+                0x80070057u /* E_INVALIDARG: the runtime rejects the submission */ },
+    /* -13 */ { "paging operation failed", 0xC01E0106u /* STATUS_GRAPHICS_ALLOCATION_INVALID */,
+                0x88760870u /* D3DDDIERR_DEVICEREMOVED: a failed paging operation removes the device */ },
+    /* -14 */ { "wait timed out", 0x00000102u /* STATUS_TIMEOUT */,
+                0x800705B4u /* HRESULT_FROM_WIN32(ERROR_TIMEOUT) */ },
 };
 
 #define ERR_ROWS ((int)(sizeof(err_rows) / sizeof(err_rows[0])))

@@ -507,7 +507,11 @@ static const int all_codes[] = { VIDMM_OK,
                                  VIDMM_E_IO,
                                  VIDMM_E_UNSUPPORTED,
                                  VIDMM_E_DEVICE_REMOVED,
-                                 VIDMM_E_OVERLAP };
+                                 VIDMM_E_OVERLAP,
+                                 VIDMM_E_CANT_RENDER_LOCKED,
+                                 VIDMM_E_INVALID_INSTANCE,
+                                 VIDMM_E_ALLOCATION_INVALID,
+                                 VIDMM_E_TIMEOUT };
 #define N_CODES (sizeof(all_codes) / sizeof(all_codes[0]))
 
 Test(errors, published_values)
@@ -524,6 +528,10 @@ Test(errors, published_values)
     cr_assert_eq(VIDMM_E_UNSUPPORTED, -8);
     cr_assert_eq(VIDMM_E_DEVICE_REMOVED, -9);
     cr_assert_eq(VIDMM_E_OVERLAP, -10);
+    cr_assert_eq(VIDMM_E_CANT_RENDER_LOCKED, -11);
+    cr_assert_eq(VIDMM_E_INVALID_INSTANCE, -12);
+    cr_assert_eq(VIDMM_E_ALLOCATION_INVALID, -13);
+    cr_assert_eq(VIDMM_E_TIMEOUT, -14);
 }
 
 Test(errors, strerror_distinct)
@@ -538,7 +546,7 @@ Test(errors, strerror_distinct)
             cr_assert_str_neq(s, vidmm_strerror(all_codes[j]), "codes %d and %d share the message \"%s\"",
                               all_codes[i], all_codes[j], s);
     }
-    static const int unknown_codes[] = { 1, 42, -11, -100, INT_MIN, INT_MAX };
+    static const int unknown_codes[] = { 1, 42, -15, -100, INT_MIN, INT_MAX };
     for (size_t i = 0; i < sizeof(unknown_codes) / sizeof(unknown_codes[0]); i++)
         cr_assert_str_eq(vidmm_strerror(unknown_codes[i]), "unknown error", "vidmm_strerror(%d)", unknown_codes[i]);
 }
@@ -564,6 +572,10 @@ Test(errors, ntstatus_hresult)
         { VIDMM_E_UNSUPPORTED, 0, 0 },
         { VIDMM_E_DEVICE_REMOVED, 0xC00002B6u, 0x88760870u },
         { VIDMM_E_OVERLAP, 0, 0 },
+        { VIDMM_E_CANT_RENDER_LOCKED, 0xC01E0111u, 0xC0262111u },
+        { VIDMM_E_INVALID_INSTANCE, 0xC01E0113u, 0 },
+        { VIDMM_E_ALLOCATION_INVALID, 0xC01E0106u, 0 },
+        { VIDMM_E_TIMEOUT, 0x00000102u, 0 },
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         uint32_t nt = vidmm_error_to_ntstatus(rows[i].err), hr = vidmm_error_to_hresult(rows[i].err);
@@ -579,8 +591,9 @@ Test(errors, ntstatus_hresult)
             cr_assert_eq(hr, rows[i].hresult, "HRESULT of %d (%s) is 0x%08X, want 0x%08X", rows[i].err,
                          vidmm_strerror(rows[i].err), hr, rows[i].hresult);
         /* Every failure is an error-severity NTSTATUS (top two bits 11) and a failing HRESULT
-         * (top bit set). */
-        cr_assert_eq(nt >> 30, 3u, "NTSTATUS 0x%08X of %d is not an error status", nt, rows[i].err);
+         * (top bit set) - but STATUS_TIMEOUT, which Windows defines as a success status. */
+        if (rows[i].err != VIDMM_E_TIMEOUT)
+            cr_assert_eq(nt >> 30, 3u, "NTSTATUS 0x%08X of %d is not an error status", nt, rows[i].err);
         cr_assert(hr & 0x80000000u, "HRESULT 0x%08X of %d is not a failure", hr, rows[i].err);
         /* An ERROR_GRAPHICS_* HRESULT is its STATUS_GRAPHICS_* twin with facility 0x026 for
          * 0x01E and 0x2000 added to the code: 0xC01E0109 <-> 0xC0262109 in the spec's own
@@ -589,7 +602,7 @@ Test(errors, ntstatus_hresult)
             cr_assert_eq(hr, 0xC0262000u | (nt & 0x0FFFu), "HRESULT 0x%08X and NTSTATUS 0x%08X of %d are not twins",
                          hr, nt, rows[i].err);
     }
-    static const int unknown_codes[] = { 1, -11, -1000, INT_MIN };
+    static const int unknown_codes[] = { 1, -15, -1000, INT_MIN };
     for (size_t i = 0; i < sizeof(unknown_codes) / sizeof(unknown_codes[0]); i++) {
         cr_assert_eq(vidmm_error_to_ntstatus(unknown_codes[i]), 0xC000000Du);
         cr_assert_eq(vidmm_error_to_hresult(unknown_codes[i]), 0x80070057u);

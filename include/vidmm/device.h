@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: MIT */
+/* include/vidmm/device.h - the video memory manager: a device made of segments, allocations
+ * placed in them and paged between segments, apertures and system memory, submissions with
+ * allocation lists and fences, CPU locks, swizzling ranges, renaming, eviction and statistics.
+ *
+ * The model is the WDDM 1.x video memory manager (VidMm). Every structure and flag below
+ * mirrors a WDDM one, named in its comment, and every rule cited as "spec 15.n" is item n of
+ * section 15 of shared/spec/wddm-vidmm.md. The caller plays three parts:
+ *   - the user-mode driver: it creates allocations, locks them, submits work;
+ *   - the GPU: it executes submitted work (reading and writing the allocations' bytes where
+ *     vidmm_submit() said they live, or through vidmm_gpu_access()) and signals the fences;
+ *   - optionally the kernel-mode driver: it may carry out paging operations, program
+ *     swizzling ranges and maintain caches through the callbacks of struct vidmm_driver.
+ * Without driver callbacks a built-in executor moves the bytes with the library's kernels. */
+#ifndef VIDMM_DEVICE_H
+#define VIDMM_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "api.h"
+#include "common.h"
+#include "swizzle.h"
+
+VIDMM_BEGIN_DECLS
+
+typedef struct vidmm_device vidmm_device;
+
+/* An allocation handle (a D3DKMT_HANDLE). 0 is never a valid handle. Each rename instance of
+ * an allocation has a handle of its own (spec 7). */
+typedef uint32_t vidmm_handle;
+
+#define VIDMM_MAX_SEGMENTS 31u          /* segment IDs are 1..31 (5-bit fields, spec 1) */
+#define VIDMM_MAX_BANKS 127u            /* bank IDs are 1..127 (7-bit fields) */
+#define VIDMM_PAGE_SIZE 4096u           /* sizes and commit limits are multiples of this */
+
+/* ---------------------------------------------------------------------------------------------
+ * Segments: DXGK_SEGMENTFLAGS bits (spec 2.3), exact values.
+ * ------------------------------------------------------------------------------------------- */
+#define VIDMM_SEGMENT_APERTURE                  0x00000001u
+#define VIDMM_SEGMENT_AGP                       0x00000002u
+#define VIDMM_SEGMENT_CPU_VISIBLE               0x00000004u
+#define VIDMM_SEGMENT_USE_BANKING               0x00000008u
+#define VIDMM_SEGMENT_CACHE_COHERENT            0x00000010u
+#define VIDMM_SEGMENT_PITCH_ALIGNMENT           0x00000020u
+#define VIDMM_SEGMENT_POPULATED_FROM_SYSMEM     0x00000040u
+#define VIDMM_SEGMENT_PRESERVED_DURING_STANDBY  0x00000080u
+#define VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE 0x00000100u
+#define VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE 0x00000200u
+#define VIDMM_SEGMENT_DIRECT_FLIP               0x00000400u
+#define VIDMM_SEGMENT_USE_64KB_PAGES            0x00000800u
+#define VIDMM_SEGMENT_RESERVED_SYSMEM           0x00001000u
+#define VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE 0x00002000u
+#define VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE 0x00004000u
+#define VIDMM_SEGMENT_APPLICATION_TARGET        0x00008000u
+#define VIDMM_SEGMENT_VPR_SUPPORTED             0x00010000u
+#define VIDMM_SEGMENT_VPR_PRESERVED_DURING_STANDBY 0x00020000u
+#define VIDMM_SEGMENT_ENCRYPTED_PAGING_SUPPORTED 0x00040000u
+#define VIDMM_SEGMENT_LOCAL_BUDGET_GROUP        0x00080000u
+#define VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP     0x00100000u
+#define VIDMM_SEGMENT_POPULATED_BY_RESERVED_DDR 0x00200000u
+#define VIDMM_SEGMENT_RESERVED_MASK             0xFFC00000u
+
+/* One segment (DXGK_SEGMENTDESCRIPTOR, spec 2.1). Its ID is its index in the table plus 1.
+ * A memory segment (no APERTURE / AGP flag) is host memory the engine owns; an aperture
+ * segment is a window of addresses into which backing-store pages are mapped, not copied. */
+struct vidmm_segment_desc {
+    uint64_t base_address;      /* BaseAddress: the GPU address of segment offset 0 */
+    uint64_t size;              /* Size: bytes, a multiple of VIDMM_PAGE_SIZE, > 0 */
+    uint64_t commit_limit;      /* CommitLimit: == size for a memory segment; at most size for
+                                   an aperture segment (bytes it may map at once) */
+    uint32_t flags;             /* VIDMM_SEGMENT_* */
+    uint32_t bank_count;        /* NbOfBanks, only with USE_BANKING: 1..127 */
+    const uint64_t *bank_ends;  /* pBankRangeTable: bank_count - 1 strictly increasing end
+                                   offsets of banks 1..n-1, each < size (read during create) */
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Driver callbacks: what a driver model may stand in for. Every callback is optional.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Paging operations (DXGK_BUILDPAGINGBUFFER_OPERATION, spec 9.2; same values). */
+enum vidmm_paging_type {
+    VIDMM_PAGING_TRANSFER = 0,
+    VIDMM_PAGING_FILL = 1,
+    VIDMM_PAGING_DISCARD_CONTENT = 2,
+    VIDMM_PAGING_READ_PHYSICAL = 3,
+    VIDMM_PAGING_WRITE_PHYSICAL = 4,
+    VIDMM_PAGING_MAP_APERTURE_SEGMENT = 5,
+    VIDMM_PAGING_UNMAP_APERTURE_SEGMENT = 6,
+    VIDMM_PAGING_SPECIAL_LOCK_TRANSFER = 7
+};
+
+/* DXGK_TRANSFERFLAGS (spec 9.4) in vidmm_paging_op.flags of a TRANSFER / SPECIAL_LOCK_TRANSFER;
+ * DISCARD_CONTENT uses bit 0 as AllocationIsIdle; MAP_APERTURE_SEGMENT bit 0 as CacheCoherent. */
+#define VIDMM_TRANSFER_SWIZZLE            0x01u
+#define VIDMM_TRANSFER_UNSWIZZLE          0x02u
+#define VIDMM_TRANSFER_ALLOCATION_IS_IDLE 0x04u
+#define VIDMM_TRANSFER_START              0x08u
+#define VIDMM_TRANSFER_END                0x10u
+#define VIDMM_DISCARD_ALLOCATION_IS_IDLE  0x01u
+#define VIDMM_MAP_CACHE_COHERENT          0x01u
+
+/* One side of a transfer. segment_id 0 is system memory: the allocation's backing store (an
+ * MDL in WDDM), and segment_address is then 0 (the chunk's first page is in mdl_offset). */
+struct vidmm_location {
+    uint32_t segment_id;
+    uint64_t segment_address;   /* BaseAddress + offset in the segment */
+};
+
+/* One paging operation, as DXGKARG_BUILDPAGINGBUFFER carries it (spec 9.3), plus the host
+ * pointers a driver model needs to carry it out. Records of this type also make the paging
+ * log (vidmm_paging_log_read()). */
+struct vidmm_paging_op {
+    uint32_t type;              /* enum vidmm_paging_type */
+    uint32_t flags;             /* see above */
+    vidmm_handle allocation;    /* 0: a raw copy with no allocation (never swizzled) */
+    uint32_t driver_data;       /* vidmm_alloc_desc.driver_data of the allocation (hAllocation) */
+    uint64_t size;              /* TransferSize / FillSize; MAP/UNMAP: NumberOfPages * 4096 */
+    uint32_t transfer_offset;   /* TransferOffset: 0 unless the transfer is split */
+    uint32_t mdl_offset;        /* MdlOffset: first page of the chunk in the backing store */
+    struct vidmm_location src;  /* TRANSFER: Source */
+    struct vidmm_location dst;  /* TRANSFER: Destination; FILL / MAP / UNMAP / DISCARD: the segment */
+    uint64_t offset_in_pages;   /* MAP / UNMAP: OffsetInPages in the aperture */
+    uint32_t fill_pattern;      /* FILL: FillPattern */
+    uint32_t multipass_offset;  /* MultipassOffset: 0 on the first call, kept across retries;
+                                   a driver may advance it before asking for a retry */
+    uint32_t swizzling_range_id;   /* SPECIAL_LOCK_TRANSFER */
+    uint32_t swizzling_range_data; /* SPECIAL_LOCK_TRANSFER */
+    uint64_t fence;             /* the paging fence this operation belongs to */
+    /* Host view, for whoever carries the operation out (not part of the WDDM record). */
+    const void *src_ptr;        /* TRANSFER: source bytes */
+    void *dst_ptr;              /* TRANSFER / FILL: destination bytes */
+};
+
+/* Status values a driver callback returns: NTSTATUS, exact values (spec 13). */
+#define VIDMM_STATUS_SUCCESS                          0x00000000u
+#define VIDMM_STATUS_INSUFFICIENT_DMA_BUFFER          0xC01E0001u
+#define VIDMM_STATUS_ALLOCATION_BUSY                  0xC01E0102u
+#define VIDMM_STATUS_UNSWIZZLING_APERTURE_UNAVAILABLE 0xC01E0107u
+#define VIDMM_STATUS_UNSWIZZLING_APERTURE_UNSUPPORTED 0xC01E0108u
+
+/* DXGKARG_ACQUIRESWIZZLINGRANGE / RELEASESWIZZLINGRANGE (spec 8.3). */
+struct vidmm_swizzling_range_args {
+    vidmm_handle allocation;
+    uint32_t driver_data;       /* the allocation's vidmm_alloc_desc.driver_data */
+    uint32_t private_data;      /* PrivateDriverData of the lock */
+    uint32_t range_id;          /* 0-based */
+    uint32_t segment_id;        /* where the allocation is */
+    uint64_t range_size;        /* in: the allocation's size */
+    uint64_t cpu_translated_address; /* in/out */
+};
+
+struct vidmm_driver {
+    /* paging: carry out 'op' (DxgkDdiBuildPagingBuffer + the GPU executing it). Return
+     * SUCCESS; INSUFFICIENT_DMA_BUFFER to be called again with the same arguments (and your
+     * multipass_offset); ALLOCATION_BUSY (TRANSFER, DISCARD_CONTENT, SPECIAL_LOCK_TRANSFER
+     * only) to be called again once the allocation is idle, with ALLOCATION_IS_IDLE set. Any
+     * other value is fatal: the device is removed (spec 15.7). NULL: the built-in executor.
+     * Called from a paging thread, one operation at a time, in order. */
+    uint32_t (*paging)(void *arg, struct vidmm_paging_op *op);
+    /* Swizzling ranges (spec 8.3): return SUCCESS, UNSWIZZLING_APERTURE_UNAVAILABLE (the
+     * engine releases another range and retries) or UNSWIZZLING_APERTURE_UNSUPPORTED. NULL:
+     * every acquisition succeeds. Serialised among themselves. */
+    uint32_t (*acquire_swizzling_range)(void *arg, struct vidmm_swizzling_range_args *a);
+    uint32_t (*release_swizzling_range)(void *arg, const struct vidmm_swizzling_range_args *a);
+    /* Cache maintenance (spec 15.24) of [p, p + n). NULL: vidmm_flush() writeback /
+     * writeback-and-invalidate. */
+    void (*flush_cpu_cache)(void *arg, void *p, size_t n);
+    void (*invalidate_cpu_cache)(void *arg, void *p, size_t n);
+    void *arg;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Device flags. */
+#define VIDMM_DEVICE_CACHE_COHERENT  0x1u  /* the adapter snoops CPU caches: IgnoreSync locks of
+                                              Cached allocations are allowed (spec 6.3 rule 4) */
+#define VIDMM_DEVICE_LOG_PAGING      0x2u  /* keep the paging log (vidmm_paging_log_read()) */
+
+/* Memory tiers behind memory segments, best first (statistics say which was obtained). */
+enum vidmm_memory_tier {
+    VIDMM_TIER_LIBHUGETLBFS = 0,  /* libhugetlbfs get_huge_pages() */
+    VIDMM_TIER_HUGETLB = 1,       /* explicit huge pages, mmap(MAP_HUGETLB) */
+    VIDMM_TIER_THP = 2,           /* transparent huge pages, madvise(MADV_HUGEPAGE) */
+    VIDMM_TIER_BASE = 3           /* base pages */
+};
+
+struct vidmm_device_desc {
+    size_t size;                        /* sizeof(struct vidmm_device_desc) */
+    const struct vidmm_segment_desc *segments; /* the segment table (read during create) */
+    uint32_t segment_count;             /* 1..31 */
+    uint32_t flags;                     /* VIDMM_DEVICE_* */
+    uint32_t paging_threads;            /* threads that run paging operations; 0: the calling
+                                           thread runs them */
+    uint32_t swizzling_ranges;          /* DXGK_DRIVERCAPS.NumberOfSwizzlingRanges, 0..64 */
+    uint64_t aperture_commit_limit;     /* DXGK_DRIVERCAPS.ApertureSegmentCommitLimit; 0: none */
+    uint64_t sysmem_budget;             /* bytes of backing stores kept in memory; 0: no limit */
+    uint64_t sysmem_reserve;            /* address space for backing stores; 0: 64 GiB */
+    uint32_t paging_log_capacity;       /* records kept by the paging log; 0: 65536 */
+    uint32_t memory_tier;               /* best enum vidmm_memory_tier to try; 0: all */
+    const struct vidmm_driver *driver;  /* NULL: built-in executor, no callbacks (copied) */
+};
+#define VIDMM_DEVICE_DESC_INIT { sizeof(struct vidmm_device_desc), NULL, 0, 0, 1, 0, 0, 0, 0, 0, 0, NULL }
+
+/* vidmm_device_create() validates the segment table (spec 15.1) and creates a device, its
+ * segments' memory and its paging threads. Returns: 0, VIDMM_E_INVALID_ARG (a rule of spec
+ * 15.1 broken, or a bad descriptor), VIDMM_E_NO_MEMORY. */
+VIDMM_API int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out);
+
+/* vidmm_device_destroy() waits for paging in flight, then frees everything: every allocation,
+ * lock and mapping. Pointers the device handed out become invalid. NULL is ignored. */
+VIDMM_API void vidmm_device_destroy(vidmm_device *dev);
+
+/* vidmm_device_remove() simulates a TDR / PnP stop (spec 15.27): outstanding locks are
+ * invalidated, pinned allocations unpinned, and every later call but destroy returns
+ * VIDMM_E_DEVICE_REMOVED. Returns 0 or VIDMM_E_DEVICE_REMOVED (already removed). */
+VIDMM_API int vidmm_device_remove(vidmm_device *dev);
+
+/* ---------------------------------------------------------------------------------------------
+ * Allocations.
+ * ------------------------------------------------------------------------------------------- */
+
+/* DXGK_ALLOCATIONINFOFLAGS (WDDM1 layout, spec 4.1), exact values. */
+#define VIDMM_ALLOC_CPU_VISIBLE           0x00000001u
+#define VIDMM_ALLOC_PERMANENT_SYSMEM      0x00000002u
+#define VIDMM_ALLOC_CACHED                0x00000004u
+#define VIDMM_ALLOC_PROTECTED             0x00000008u
+#define VIDMM_ALLOC_EXISTING_SYSMEM       0x00000010u
+#define VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM 0x00000020u
+#define VIDMM_ALLOC_FROM_END_OF_SEGMENT   0x00000040u
+#define VIDMM_ALLOC_SWIZZLED              0x00000080u
+#define VIDMM_ALLOC_OVERLAY               0x00000100u
+#define VIDMM_ALLOC_CAPTURE               0x00000200u
+#define VIDMM_ALLOC_USE_ALTERNATE_VA      0x00000400u
+#define VIDMM_ALLOC_SYNCHRONOUS_PAGING    0x00000800u
+#define VIDMM_ALLOC_LINK_MIRRORED         0x00001000u
+#define VIDMM_ALLOC_LINK_INSTANCED        0x00002000u
+#define VIDMM_ALLOC_HISTORY_BUFFER        0x00004000u
+#define VIDMM_ALLOC_ACCESSED_PHYSICALLY   0x00008000u
+#define VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION 0x00010000u
+#define VIDMM_ALLOC_HARDWARE_PROTECTED    0x00020000u
+#define VIDMM_ALLOC_CPU_VISIBLE_ON_DEMAND 0x00040000u
+#define VIDMM_ALLOC_RESERVED_MASK         0xFFF80000u
+
+/* What the runtime knows about an allocation beyond DXGK_ALLOCATIONINFO. */
+#define VIDMM_ALLOC_KIND_PRIMARY          0x1u  /* the primary (scan-out) surface */
+#define VIDMM_ALLOC_KIND_SHARED           0x2u  /* shared: only 'process' may lock it */
+
+/* D3DDDI_ALLOCATIONPRIORITY_* (spec 5). */
+#define VIDMM_PRIORITY_MINIMUM 0x28000000u
+#define VIDMM_PRIORITY_LOW     0x50000000u
+#define VIDMM_PRIORITY_NORMAL  0x78000000u
+#define VIDMM_PRIORITY_HIGH    0xA0000000u
+#define VIDMM_PRIORITY_MAXIMUM 0xC8000000u
+
+/* An allocation (DXGK_ALLOCATIONINFO, spec 3.3). Segment sets: bit n = segment ID n + 1. */
+struct vidmm_alloc_desc {
+    size_t size_of;                 /* sizeof(struct vidmm_alloc_desc) */
+    uint64_t size;                  /* Size: > 0; rounded up to VIDMM_PAGE_SIZE */
+    uint32_t alignment;             /* Alignment in bytes: 0 or a power of two; a multiple of
+                                       64 KB when a supported segment has USE_64KB_PAGES */
+    uint64_t pitch_aligned_size;    /* PitchAlignedSize: 0, or >= size (PITCH_ALIGNMENT segments) */
+    uint32_t hinted_bank;           /* DXGK_SEGMENTBANKPREFERENCE value (spec 3.2) */
+    uint32_t preferred_segment;     /* DXGK_SEGMENTPREFERENCE value (spec 3.1) */
+    uint32_t supported_read_set;    /* SupportedReadSegmentSet */
+    uint32_t supported_write_set;   /* SupportedWriteSegmentSet */
+    uint32_t eviction_set;          /* EvictionSegmentSet: aperture segments only */
+    uint32_t max_renaming;          /* MaximumRenamingListLength: 0 = no cap */
+    uint32_t flags;                 /* VIDMM_ALLOC_* (DXGK_ALLOCATIONINFOFLAGS) */
+    uint32_t priority;              /* AllocationPriority: != 0 */
+    uint32_t kind;                  /* VIDMM_ALLOC_KIND_* */
+    uint32_t process;               /* the creating process (any id); shared: who may lock */
+    uint32_t driver_data;           /* handed back in paging operations and range callbacks */
+    uint32_t fill_pattern;          /* FillPattern of the first page-in (content starts as it) */
+    void *existing_memory;          /* EXISTING_SYSMEM / EXISTING_KERNEL_SYSMEM: page-aligned,
+                                       'size' bytes (rounded), owned by the caller, outlives the
+                                       allocation */
+    /* SWIZZLED: the tiled layout of the content (copied; the equation too). The allocation
+     * holds the tiled surface; locks through a swizzling range see the packed linear order. */
+    const struct vidmm_tile_layout *layout;
+    const struct vidmm_surface_desc *surface;
+};
+
+/* vidmm_alloc_create() validates 'desc' (spec 15.2) and creates an allocation. It is placed
+ * nowhere yet: the first submission, lock or make-resident places it. Its content starts as
+ * 'fill_pattern' repeated. Returns: 0 with '*out' set, VIDMM_E_INVALID_ARG (a rule of spec
+ * 15.2 broken), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out);
+
+/* vidmm_alloc_destroy() destroys an allocation and all its rename instances ('h' may name any
+ * instance). It waits for nothing: the caller stops using it first. Locks held on it end.
+ * Returns 0, VIDMM_E_INVALID_ARG (unknown handle), VIDMM_E_DEVICE_REMOVED (and destroys it). */
+VIDMM_API int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h);
+
+/* Where an allocation's current content is. */
+enum vidmm_where {
+    VIDMM_WHERE_NONE = 0,        /* never placed, content is the fill pattern */
+    VIDMM_WHERE_SEGMENT = 1,     /* in a memory segment */
+    VIDMM_WHERE_APERTURE = 2,    /* backing-store pages mapped in an aperture segment */
+    VIDMM_WHERE_SYSMEM = 3,      /* evicted to its system-memory backing store */
+    VIDMM_WHERE_DISK = 4         /* paged out to the swap file */
+};
+
+struct vidmm_alloc_info {
+    size_t size_of;              /* sizeof(struct vidmm_alloc_info), set by the caller */
+    uint32_t where;              /* enum vidmm_where */
+    uint32_t segment_id;         /* SEGMENT / APERTURE: its ID; else 0 */
+    uint64_t offset;             /* in the segment */
+    uint64_t gpu_address;        /* segment BaseAddress + offset */
+    uint64_t size;               /* rounded size (the space it takes: pitch_aligned_size in
+                                    a PITCH_ALIGNMENT segment) */
+    uint32_t priority;
+    uint32_t lock_count;
+    bool dirty;                  /* written since its current copy was paged in */
+    bool busy;                   /* referenced by an unsignalled submission fence */
+    bool evicted_swizzled;       /* SWIZZLED and WHERE_SYSMEM: the copy is tiled (spec 8.1) */
+    bool pinned;                 /* Overlay / Capture (until device removal) */
+    uint32_t instance;           /* rename instance index of 'h' */
+    vidmm_handle current;        /* the allocation's current instance */
+};
+
+/* vidmm_alloc_query() describes allocation 'h'. Returns 0, VIDMM_E_INVALID_ARG,
+ * VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info *info);
+
+/* vidmm_set_priority() sets the priority of 'count' allocations (all instances) at once
+ * (pfnSetPriorityCb, spec 5 / 15.19); it takes effect at the next placement. Any value is
+ * allowed. Returns 0, VIDMM_E_INVALID_ARG (unknown handle, count 0, NULL arrays: nothing
+ * changed), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uint32_t *priorities,
+                                 uint32_t count);
+
+/* vidmm_make_resident() places allocations as a submission referencing them would, without a
+ * fence (the "explicit make-resident"). 'where' (may be NULL) receives their placement.
+ * Returns as vidmm_submit(). */
+struct vidmm_residency;
+VIDMM_API int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
+                                  struct vidmm_residency *where);
+
+/* vidmm_evict() evicts allocations from their segments now (to their eviction segment or the
+ * backing store), as memory pressure would. Locked, pinned and busy allocations are refused.
+ * Returns 0, VIDMM_E_INVALID_ARG, VIDMM_E_CANT_EVICT_PINNED, VIDMM_E_BUSY (locked or busy),
+ * VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED; the allocations before the failing one stay
+ * evicted. */
+VIDMM_API int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count);
+
+/* ---------------------------------------------------------------------------------------------
+ * Submissions and fences.
+ * ------------------------------------------------------------------------------------------- */
+
+/* D3DDDI_ALLOCATIONLIST entry (spec 4.5). */
+#define VIDMM_REF_WRITE            0x1u  /* WriteOperation: the GPU writes it */
+#define VIDMM_REF_DO_NOT_RETIRE    0x2u  /* DoNotRetireInstance */
+struct vidmm_alloc_ref {
+    vidmm_handle allocation;
+    uint32_t flags;              /* VIDMM_REF_* */
+};
+
+/* Where a referenced allocation lives for the submitted work. */
+struct vidmm_residency {
+    uint32_t segment_id;         /* memory or aperture segment */
+    uint32_t reserved;
+    uint64_t offset;             /* in the segment */
+    uint64_t gpu_address;        /* segment BaseAddress + offset */
+    void *cpu;                   /* host view of those bytes, for the caller acting as the GPU:
+                                    valid until the submission's fence is signalled */
+};
+
+/* Submission flags. */
+#define VIDMM_SUBMIT_DONOT_WAIT 0x1u  /* fail with VIDMM_E_BUSY rather than wait for a busy
+                                         allocation the placement needs to move */
+
+/* vidmm_submit() makes every listed allocation resident (placing and evicting as spec 15.3-5
+ * say; locked ones per spec 15.17), waits for the paging that needs, marks written ones dirty,
+ * and returns in '*fence' a fence value the caller (the GPU) signals once it has executed the
+ * work. 'where' (may be NULL) receives one entry per reference. An allocation listed twice is
+ * one reference (write if either is). Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or
+ * > 65536, unknown flags), VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
+ * 15.18), VIDMM_E_NO_VIDEO_MEMORY, VIDMM_E_CANT_EVICT_PINNED, VIDMM_E_CANT_RENDER_LOCKED,
+ * VIDMM_E_BUSY (DONOT_WAIT), VIDMM_E_DEVICE_REMOVED. On failure no fence is issued; the
+ * allocations already paged in for it stay where they are. */
+VIDMM_API int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count,
+                           uint32_t flags, struct vidmm_residency *where, uint64_t *fence);
+
+/* vidmm_fence_signal() marks every submission fence up to 'fence' executed (fences complete in
+ * order). Returns 0, VIDMM_E_INVALID_ARG (a fence never issued), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_fence_signal(vidmm_device *dev, uint64_t fence);
+
+/* vidmm_fence_completed() returns the last signalled fence (0 when none). */
+VIDMM_API uint64_t vidmm_fence_completed(vidmm_device *dev);
+
+/* vidmm_fence_wait() waits until 'fence' is signalled or 'timeout_ns' passes (UINT64_MAX:
+ * forever). Returns 0, VIDMM_E_TIMEOUT, VIDMM_E_INVALID_ARG (never issued),
+ * VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns);
+
+/* vidmm_gpu_access() reads (write = false) or writes 'n' bytes at 'offset' of allocation 'h'
+ * wherever its content is now - segment, aperture, backing store - without moving it: the
+ * caller acting as the GPU (or a debugger). A write marks it dirty. Returns 0,
+ * VIDMM_E_INVALID_ARG (range outside the allocation), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n,
+                               bool write);
+
+/* ---------------------------------------------------------------------------------------------
+ * CPU locks (pfnLockCb / pfnUnlockCb, spec 6).
+ * ------------------------------------------------------------------------------------------- */
+
+/* D3DDDICB_LOCKFLAGS (spec 6.2), exact values. */
+#define VIDMM_LOCK_READ_ONLY           0x001u
+#define VIDMM_LOCK_WRITE_ONLY          0x002u
+#define VIDMM_LOCK_DONOT_WAIT          0x004u
+#define VIDMM_LOCK_IGNORE_SYNC         0x008u
+#define VIDMM_LOCK_ENTIRE              0x010u
+#define VIDMM_LOCK_DONOT_EVICT         0x020u
+#define VIDMM_LOCK_ACQUIRE_APERTURE    0x040u
+#define VIDMM_LOCK_DISCARD             0x080u
+#define VIDMM_LOCK_NO_EXISTING_REFERENCE 0x100u
+#define VIDMM_LOCK_USE_ALTERNATE_VA    0x200u
+#define VIDMM_LOCK_IGNORE_READ_SYNC    0x400u
+#define VIDMM_LOCK_RESERVED_MASK       0xFFFFF800u
+
+/* D3DDDICB_LOCK (spec 6.1). */
+struct vidmm_lock_args {
+    vidmm_handle allocation;     /* in; out: the new instance after a renaming Discard */
+    uint32_t private_data;       /* PrivateDriverData: passed to the range callbacks; ranges
+                                    are cached per (allocation, private_data) */
+    uint32_t page_count;         /* NumPages */
+    const uint32_t *pages;       /* pPages: page indices (0 = first page) */
+    uint32_t flags;              /* VIDMM_LOCK_* */
+    uint32_t process;            /* the locking process (shared allocations: must be the creator) */
+    void *data;                  /* out: pData (a page list: the first listed page). For a lock
+                                    through a swizzling range: the packed linear surface */
+};
+
+/* vidmm_lock() locks an allocation for CPU access: validation (spec 6.3 / 15.11), relock
+ * rules (15.12), synchronisation (15.13), placement (15.14), swizzled locks (15.15, 8.2),
+ * alternate VAs (15.16), renaming (15.18). Returns: 0; VIDMM_E_INVALID_ARG; VIDMM_E_BUSY
+ * (busy and DONOT_WAIT, or a Discard that could not rename); VIDMM_E_NOT_AVAILABLE (no
+ * aperture and DONOT_EVICT); VIDMM_E_CANT_EVICT_PINNED; VIDMM_E_NO_MEMORY;
+ * VIDMM_E_DEVICE_REMOVED. Blocks while the allocation is busy unless told not to. */
+VIDMM_API int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args);
+
+/* vidmm_unlock() unlocks 'count' allocations (D3DDDICB_UNLOCK): a swizzled range's view is
+ * tiled back unless the lock was READ_ONLY; a PermanentSysMem allocation resident in a segment
+ * gets the listed (or all) pages transferred back. Returns 0, VIDMM_E_INVALID_ARG (count 0,
+ * NULL, a handle not locked: nothing unlocked), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles);
+
+/* vidmm_invalidate_cache() (D3DKMTInvalidateCache): cache maintenance of bytes
+ * [offset, offset + n) of 'h' where it lives, for callers that share it with the GPU outside
+ * locks. Returns 0, VIDMM_E_INVALID_ARG, VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_invalidate_cache(vidmm_device *dev, vidmm_handle h, uint64_t offset, uint64_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Introspection.
+ * ------------------------------------------------------------------------------------------- */
+
+/* vidmm_paging_log_read() moves up to 'max' of the oldest paging-log records into 'out' and
+ * returns how many (0 when empty or logging is off). Records come in the order operations were
+ * issued. When the log is full the oldest records are dropped (counted in the statistics). */
+VIDMM_API size_t vidmm_paging_log_read(vidmm_device *dev, struct vidmm_paging_op *out, size_t max);
+
+struct vidmm_segment_stats {
+    uint64_t size;
+    uint64_t used;               /* bytes placed (memory) or mapped (aperture) */
+    uint64_t largest_free;
+    uint32_t allocations;        /* resident in it */
+    uint32_t memory_tier;        /* enum vidmm_memory_tier (memory segments); apertures: BASE */
+};
+
+struct vidmm_stats {
+    size_t size_of;              /* sizeof(struct vidmm_stats), set by the caller */
+    uint32_t segment_count;
+    uint32_t paging_threads;
+    uint64_t allocations;        /* live allocations (instances) */
+    uint64_t sysmem_used;        /* bytes of backing stores in memory */
+    uint64_t submissions, locks, renames;
+    uint64_t paging_ops[8];      /* by enum vidmm_paging_type */
+    uint64_t bytes_paged_in;     /* into segments (transfers and fills) */
+    uint64_t bytes_paged_out;    /* out of segments */
+    uint64_t evictions;
+    uint64_t ranges_acquired, ranges_released;
+    uint64_t paging_log_dropped;
+    uint64_t cache_flushes, cache_invalidates;
+    struct vidmm_segment_stats segments[VIDMM_MAX_SEGMENTS];
+};
+
+/* vidmm_get_stats() fills '*out'. Returns 0, VIDMM_E_INVALID_ARG (size_of too small). Works
+ * after removal. */
+VIDMM_API int vidmm_get_stats(vidmm_device *dev, struct vidmm_stats *out);
+
+VIDMM_END_DECLS
+
+#endif /* VIDMM_DEVICE_H */

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/alloc.c - allocations: validation (spec 4.1, 15.2), creation, destruction,
+ * backing stores, priorities (15.19), queries. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/engine.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation (spec 15.2).
+ * ------------------------------------------------------------------------------------------- */
+static uint32_t all_segments(const vidmm_device *dev)
+{
+    return dev->nseg >= 32 ? 0xFFFFFFFFu : (1u << dev->nseg) - 1u;
+}
+
+static uint32_t segments_with(const vidmm_device *dev, uint32_t flags)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < dev->nseg; i++)
+        if (dev->seg[i].flags & flags)
+            m |= 1u << i;
+    return m;
+}
+
+static int check_flags(uint32_t f, uint32_t kind)
+{
+    const uint32_t existing = VIDMM_ALLOC_EXISTING_SYSMEM | VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM;
+    if (f & VIDMM_ALLOC_RESERVED_MASK)
+        return VIDMM_E_INVALID_ARG;
+    if (kind & ~(VIDMM_ALLOC_KIND_PRIMARY | VIDMM_ALLOC_KIND_SHARED))
+        return VIDMM_E_INVALID_ARG;
+    /* Cached, PermanentSysMem and HistoryBuffer require CpuVisible. */
+    if ((f & (VIDMM_ALLOC_CACHED | VIDMM_ALLOC_PERMANENT_SYSMEM | VIDMM_ALLOC_HISTORY_BUFFER)) &&
+        !(f & VIDMM_ALLOC_CPU_VISIBLE))
+        return VIDMM_E_INVALID_ARG;
+    /* Protected, PermanentSysMem, ExistingSysMem, ExistingKernelSysMem: at most one. */
+    const uint32_t excl = VIDMM_ALLOC_PROTECTED | VIDMM_ALLOC_PERMANENT_SYSMEM | existing;
+    if (__builtin_popcount(f & excl) > 1)
+        return VIDMM_E_INVALID_ARG;
+    /* HistoryBuffer: every other flag 0 but CpuVisible (required) and Cached. */
+    if ((f & VIDMM_ALLOC_HISTORY_BUFFER) &&
+        (f & ~(VIDMM_ALLOC_HISTORY_BUFFER | VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_CACHED)))
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION) && !(f & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
+        return VIDMM_E_INVALID_ARG;
+    /* UseAlternateVA only on the primary ("any other allocation with it is not created"). */
+    if ((f & VIDMM_ALLOC_USE_ALTERNATE_VA) && !(kind & VIDMM_ALLOC_KIND_PRIMARY))
+        return VIDMM_E_INVALID_ARG;
+    /* Not on the primary: PermanentSysMem, Cached, Protected, Existing*. */
+    if ((kind & VIDMM_ALLOC_KIND_PRIMARY) &&
+        (f & (VIDMM_ALLOC_PERMANENT_SYSMEM | VIDMM_ALLOC_CACHED | VIDMM_ALLOC_PROTECTED | existing)))
+        return VIDMM_E_INVALID_ARG;
+    return 0;
+}
+
+static int check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t *rounded)
+{
+    if (d->size == 0 || d->size > (UINT64_MAX >> 1))
+        return VIDMM_E_INVALID_ARG;
+    const uint64_t size = vm_round_up(d->size, VIDMM_PAGE_SIZE);
+    if (d->priority == 0)
+        return VIDMM_E_INVALID_ARG;
+    int err = check_flags(d->flags, d->kind);
+    if (err)
+        return err;
+    const uint32_t supported = d->supported_read_set | d->supported_write_set;
+    if (supported == 0 || (supported & ~all_segments(dev)) || (d->eviction_set & ~all_segments(dev)))
+        return VIDMM_E_INVALID_ARG;
+    if (d->alignment & (d->alignment - 1))
+        return VIDMM_E_INVALID_ARG;
+    if ((supported & segments_with(dev, VIDMM_SEGMENT_USE_64KB_PAGES)) && (d->alignment == 0 || d->alignment % 65536))
+        return VIDMM_E_INVALID_ARG;
+    if (d->pitch_aligned_size != 0 && d->pitch_aligned_size < d->size)
+        return VIDMM_E_INVALID_ARG;
+    if ((supported & segments_with(dev, VIDMM_SEGMENT_PITCH_ALIGNMENT)) && d->pitch_aligned_size == 0)
+        return VIDMM_E_INVALID_ARG;
+    /* PreferredSegment: IDs in the supported set, 0 ends the list, reserved bits 0. */
+    if (d->preferred_segment & 0xC0000000u)
+        return VIDMM_E_INVALID_ARG;
+    for (int k = 0; k < 5; k++) {
+        uint32_t id = (d->preferred_segment >> (6 * k)) & 0x1F;
+        if (id == 0)
+            break;
+        if (!(supported & (1u << (id - 1))))
+            return VIDMM_E_INVALID_ARG;
+    }
+    /* EvictionSegmentSet: aperture segments only, never PitchAlignment ones. */
+    const uint32_t apertures = segments_with(dev, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP);
+    if ((d->eviction_set & ~apertures) || (d->eviction_set & segments_with(dev, VIDMM_SEGMENT_PITCH_ALIGNMENT)))
+        return VIDMM_E_INVALID_ARG;
+    /* Existing memory: with its flag only, page-aligned. */
+    const bool existing = (d->flags & (VIDMM_ALLOC_EXISTING_SYSMEM | VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM)) != 0;
+    if (existing != (d->existing_memory != NULL))
+        return VIDMM_E_INVALID_ARG;
+    if (existing && ((uintptr_t)d->existing_memory % VIDMM_PAGE_SIZE ||
+                     (uintptr_t)d->existing_memory + size < (uintptr_t)d->existing_memory))
+        return VIDMM_E_INVALID_ARG;
+    /* Swizzled: a layout and a surface that fit; neither without the flag. */
+    const bool swz = (d->flags & VIDMM_ALLOC_SWIZZLED) != 0;
+    if (swz != (d->layout != NULL) || swz != (d->surface != NULL))
+        return VIDMM_E_INVALID_ARG;
+    if (swz) {
+        uint64_t tiled, linear;
+        if (vidmm_surface_tiled_size(d->layout, d->surface, &tiled) != 0 ||
+            vidmm_surface_linear_size(d->layout, d->surface, &linear) != 0 || tiled > size)
+            return VIDMM_E_INVALID_ARG;
+    }
+    *rounded = size;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Instances.
+ * ------------------------------------------------------------------------------------------- */
+bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only)
+{
+    if (a->write_fence > dev->fence_done)
+        return true;
+    return !writes_only && a->read_fence > dev->fence_done;
+}
+
+void vm_touch(vidmm_device *dev, struct vm_alloc *a)
+{
+    a->lru = ++dev->clock;
+}
+
+struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
+{
+    if (g->ninst == g->cap) {
+        uint32_t cap = g->cap ? g->cap * 2 : 1;
+        struct vm_alloc **p = realloc(g->inst, sizeof *p * cap);
+        if (!p)
+            return NULL;
+        g->inst = p;
+        g->cap = cap;
+    }
+    struct vm_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->g = g;
+    a->range = -1;
+    a->index = g->ninst;
+    a->seq = ++dev->clock;
+    if (vm_handle_new(dev, a) != 0) {
+        free(a);
+        return NULL;
+    }
+    if (g->desc.existing_memory) {
+        /* The caller's memory is the backing store and holds the content from the start. */
+        a->has_backing = true;
+        a->backing_valid = true;
+        a->backing = g->desc.existing_memory;
+        a->where = VIDMM_WHERE_SYSMEM;
+    }
+    g->inst[g->ninst++] = a;
+    return a;
+}
+
+int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->has_backing)
+        return 0;
+    uint64_t off;
+    if (!vmr_find(&dev->arena_space, 0, dev->arena_space.size, a->g->size, VIDMM_PAGE_SIZE, false, &off))
+        return VIDMM_E_NO_MEMORY;
+    int err = vmr_take(&dev->arena_space, off, a->g->size);
+    if (err)
+        return err;
+    a->has_backing = true;
+    a->backing_valid = false;
+    a->backing_off = off;
+    a->backing = dev->arena.base + off;
+    dev->sysmem_used += a->g->size;
+    return 0;
+}
+
+static void backing_free(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (!a->has_backing || a->g->desc.existing_memory)
+        return;
+    /* The pages go back to the system and read as zeros for the next owner. */
+    vmos_arena_release(&dev->arena, (size_t)a->backing_off, (size_t)a->g->size);
+    vmr_give(&dev->arena_space, a->backing_off, a->g->size);
+    dev->sysmem_used -= a->g->size;
+    a->has_backing = false;
+    a->backing = NULL;
+}
+
+void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
+{
+    vm_locks_drop(dev, a);
+    vm_range_release_alloc(dev, a);
+    vm_unplace(dev, a);
+    backing_free(dev, a);
+    if (a->altva)
+        vmos_view_unmap(a->altva, a->altva_len);
+    free(a->dirty_pages);
+    vm_handle_free(dev, a->handle);
+    free(a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Public calls.
+ * ------------------------------------------------------------------------------------------- */
+int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out)
+{
+    if (!dev || !desc || !out || desc->size_of < sizeof *desc)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err;
+    uint64_t size = 0;
+    struct vm_group *g = NULL;
+    if (dev->removed) {
+        err = VIDMM_E_DEVICE_REMOVED;
+        goto out;
+    }
+    if ((err = check_alloc(dev, desc, &size)) != 0)
+        goto out;
+    g = calloc(1, sizeof *g);
+    if (!g) {
+        err = VIDMM_E_NO_MEMORY;
+        goto out;
+    }
+    g->desc = *desc;
+    g->desc.layout = NULL;
+    g->desc.surface = NULL;
+    g->size = size;
+    g->supported = desc->supported_read_set | desc->supported_write_set;
+    g->priority = desc->priority;
+    if (desc->flags & VIDMM_ALLOC_SWIZZLED) {
+        g->layout = *desc->layout;
+        g->surface = *desc->surface;
+        if (desc->layout->equation) {
+            g->equation = *desc->layout->equation;
+            g->layout.equation = &g->equation;
+        }
+        uint64_t lin = 0;
+        vidmm_surface_linear_size(&g->layout, &g->surface, &lin);
+        g->linear_size = lin;
+    }
+    struct vm_alloc *a = vm_instance_new(dev, g);
+    if (!a) {
+        free(g->inst);
+        free(g);
+        err = VIDMM_E_NO_MEMORY;
+        goto out;
+    }
+    a->pinned = (desc->flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
+    if (desc->flags & VIDMM_ALLOC_PERMANENT_SYSMEM) {
+        /* PermanentSysMem keeps its system-memory copy for life, valid from the start. */
+        if ((err = vm_backing_ensure(dev, a)) != 0) {
+            vm_instance_free(dev, a);
+            free(g->inst);
+            free(g);
+            goto out;
+        }
+        if (desc->fill_pattern)
+            vidmm_fill32(a->backing, desc->fill_pattern, (size_t)g->size, VIDMM_MEM_CACHED);
+        a->backing_valid = true;
+        a->where = VIDMM_WHERE_SYSMEM;
+    }
+    *out = a->handle;
+out:
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
+{
+    if (!dev)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    struct vm_alloc *a = vm_lookup(dev, h);
+    if (!a) {
+        pthread_mutex_unlock(&dev->mu);
+        return VIDMM_E_INVALID_ARG;
+    }
+    struct vm_group *g = a->g;
+    /* Paging already queued for any instance must finish before its memory is reused. */
+    for (;;) {
+        uint64_t last = 0;
+        for (uint32_t k = 0; k < g->ninst; k++)
+            if (g->inst[k]->paging_fence > last)
+                last = g->inst[k]->paging_fence;
+        if (last <= dev->paging_done)
+            break;
+        vm_wait_paging_locked(dev, last);
+        if (vm_lookup(dev, h) != a) { /* destroyed meanwhile by another thread */
+            pthread_mutex_unlock(&dev->mu);
+            return VIDMM_E_INVALID_ARG;
+        }
+    }
+    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
+    for (uint32_t k = g->ninst; k-- > 0;)
+        vm_instance_free(dev, g->inst[k]);
+    free(g->inst);
+    free(g);
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info *info)
+{
+    if (!dev || !info || info->size_of < sizeof *info)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    struct vm_alloc *a = vm_lookup(dev, h);
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!a)
+        err = VIDMM_E_INVALID_ARG;
+    if (!err) {
+        memset(info, 0, sizeof *info);
+        info->size_of = sizeof *info;
+        info->where = a->where;
+        if (a->seg) {
+            info->segment_id = a->seg->id;
+            info->offset = a->offset;
+            info->gpu_address = a->seg->base_address + a->offset;
+            info->size = a->space;
+        } else {
+            info->size = a->g->size;
+        }
+        info->priority = a->g->priority;
+        info->lock_count = a->lock_count;
+        info->dirty = a->dirty;
+        info->busy = vm_busy(dev, a, false);
+        info->evicted_swizzled = a->where == VIDMM_WHERE_SYSMEM && a->evicted_swizzled;
+        info->pinned = a->pinned;
+        info->instance = a->index;
+        info->current = a->g->inst[a->g->current]->handle;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uint32_t *priorities, uint32_t count)
+{
+    if (!dev || !handles || !priorities || count == 0)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
+    for (uint32_t i = 0; !err && i < count; i++)
+        if (!vm_lookup(dev, handles[i]))
+            err = VIDMM_E_INVALID_ARG;
+    /* Applied at once, to every instance (they share the group), spec 5 / 15.19. */
+    for (uint32_t i = 0; !err && i < count; i++)
+        vm_lookup(dev, handles[i])->g->priority = priorities[i];
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}

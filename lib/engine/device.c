@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/device.c - devices: segment-table validation (spec 15.1), creation and
+ * destruction, removal (15.27), handles, fences, statistics and the paging log. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "engine/engine.h"
+
+#define VM_DEFAULT_RESERVE (64ull << 30)
+#define VM_DEFAULT_LOG 65536u
+
+/* ---------------------------------------------------------------------------------------------
+ * Segment table validation (spec 2.3 and 15.1).
+ * ------------------------------------------------------------------------------------------- */
+static int check_segment(const struct vidmm_segment_desc *s)
+{
+    const uint32_t f = s->flags;
+    const bool aperture = (f & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP)) != 0;
+    if (f & VIDMM_SEGMENT_RESERVED_MASK)
+        return VIDMM_E_INVALID_ARG;
+    if (f & VIDMM_SEGMENT_RESERVED_SYSMEM) /* "system use; driver must not set" */
+        return VIDMM_E_INVALID_ARG;
+    if (s->size == 0 || s->size % VIDMM_PAGE_SIZE || s->commit_limit % VIDMM_PAGE_SIZE)
+        return VIDMM_E_INVALID_ARG;
+    if (s->base_address + s->size < s->base_address)
+        return VIDMM_E_INVALID_ARG;
+    if (aperture ? (s->commit_limit == 0 || s->commit_limit > s->size) : s->commit_limit != s->size)
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_SEGMENT_AGP) && f != VIDMM_SEGMENT_AGP) /* Agp must be the only flag */
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_SEGMENT_CACHE_COHERENT) && !(f & VIDMM_SEGMENT_APERTURE))
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_SEGMENT_POPULATED_FROM_SYSMEM) && aperture)
+        return VIDMM_E_INVALID_ARG;
+    const uint32_t hib = VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE | VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE;
+    if ((f & hib) && !(f & VIDMM_SEGMENT_PRESERVED_DURING_STANDBY))
+        return VIDMM_E_INVALID_ARG;
+    if ((f & hib) == hib) /* 111 and 011 are not among the valid combinations */
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE) && (f & VIDMM_SEGMENT_CPU_VISIBLE))
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE) && !(f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE))
+        return VIDMM_E_INVALID_ARG;
+    if (f & VIDMM_SEGMENT_USE_BANKING) {
+        if (s->bank_count == 0 || s->bank_count > VIDMM_MAX_BANKS)
+            return VIDMM_E_INVALID_ARG;
+        if (s->bank_count > 1 && !s->bank_ends)
+            return VIDMM_E_INVALID_ARG;
+        uint64_t prev = 0;
+        for (uint32_t i = 0; i + 1 < s->bank_count; i++) {
+            uint64_t e = s->bank_ends[i];
+            if (e <= prev || e >= s->size) /* strictly increasing, inside the segment */
+                return VIDMM_E_INVALID_ARG;
+            prev = e;
+        }
+    } else if (s->bank_count != 0 || s->bank_ends) {
+        return VIDMM_E_INVALID_ARG;
+    }
+    return 0;
+}
+
+static int check_desc(const struct vidmm_device_desc *d)
+{
+    if (!d || d->size < sizeof *d || !d->segments || d->segment_count == 0 ||
+        d->segment_count > VIDMM_MAX_SEGMENTS)
+        return VIDMM_E_INVALID_ARG;
+    if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING))
+        return VIDMM_E_INVALID_ARG;
+    if (d->paging_threads > VM_MAX_THREADS || d->swizzling_ranges > VM_MAX_RANGES ||
+        d->memory_tier > VIDMM_TIER_BASE)
+        return VIDMM_E_INVALID_ARG;
+    if (d->aperture_commit_limit % VIDMM_PAGE_SIZE || d->sysmem_reserve % VIDMM_PAGE_SIZE ||
+        d->sysmem_budget % VIDMM_PAGE_SIZE)
+        return VIDMM_E_INVALID_ARG;
+    unsigned agp = 0;
+    for (uint32_t i = 0; i < d->segment_count; i++) {
+        int err = check_segment(&d->segments[i]);
+        if (err)
+            return err;
+        agp += (d->segments[i].flags & VIDMM_SEGMENT_AGP) != 0;
+    }
+    return agp > 1 ? VIDMM_E_INVALID_ARG : 0; /* only one AGP segment */
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Creation and destruction.
+ * ------------------------------------------------------------------------------------------- */
+static void segment_fini(struct vm_segment *s)
+{
+    if (s->aperture) {
+        if (s->ap.base)
+            vmos_aperture_destroy(&s->ap);
+    } else if (s->mem.base) {
+        vmos_region_free(&s->mem);
+    }
+    vmr_destroy(&s->space);
+    free(s->bank_start);
+    free(s->bank_end);
+    memset(s, 0, sizeof *s);
+}
+
+static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, const struct vidmm_segment_desc *d,
+                        int tier)
+{
+    (void)dev;
+    s->id = id;
+    s->flags = d->flags;
+    s->aperture = (d->flags & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP)) != 0;
+    s->base_address = d->base_address;
+    s->size = d->size;
+    s->commit_limit = d->commit_limit;
+    if (vmr_init(&s->space, d->size) != 0)
+        return VIDMM_E_NO_MEMORY;
+    if (d->flags & VIDMM_SEGMENT_USE_BANKING) {
+        s->bank_count = d->bank_count;
+        s->bank_start = malloc(sizeof(uint64_t) * d->bank_count);
+        s->bank_end = malloc(sizeof(uint64_t) * d->bank_count);
+        if (!s->bank_start || !s->bank_end)
+            return VIDMM_E_NO_MEMORY;
+        /* Bank 1 starts at 0, bank n ends where the table says, the last at Size (spec 2.1). */
+        for (uint32_t i = 0; i < d->bank_count; i++) {
+            s->bank_start[i] = i ? d->bank_ends[i - 1] : 0;
+            s->bank_end[i] = i + 1 < d->bank_count ? d->bank_ends[i] : d->size;
+        }
+    }
+    int err;
+    if (s->aperture) {
+        err = vmos_aperture_init(&s->ap, (size_t)d->size);
+        s->cpu = s->ap.base;
+    } else {
+        err = vmos_region_alloc((size_t)d->size, tier, &s->mem);
+        s->cpu = s->mem.base;
+    }
+    return err;
+}
+
+static void device_free(vidmm_device *dev)
+{
+    for (uint32_t i = 0; i < dev->nseg; i++)
+        segment_fini(&dev->seg[i]);
+    for (uint32_t i = 0; i < dev->nranges; i++)
+        free(dev->ranges[i].view), free(dev->ranges[i].snap);
+    if (dev->arena.base)
+        vmos_arena_destroy(&dev->arena);
+    vmr_destroy(&dev->arena_space);
+    free(dev->table);
+    free(dev->gen);
+    free(dev->free_idx);
+    free(dev->q);
+    free(dev->log);
+    pthread_mutex_destroy(&dev->range_cb_mu);
+    pthread_cond_destroy(&dev->paging_cv);
+    pthread_cond_destroy(&dev->fence_cv);
+    pthread_mutex_destroy(&dev->mu);
+    free(dev);
+}
+
+int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out)
+{
+    if (!out)
+        return VIDMM_E_INVALID_ARG;
+    int err = check_desc(desc);
+    if (err)
+        return err;
+    vidmm_device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return VIDMM_E_NO_MEMORY;
+    pthread_mutex_init(&dev->mu, NULL);
+    pthread_cond_init(&dev->fence_cv, NULL);
+    pthread_cond_init(&dev->paging_cv, NULL);
+    pthread_mutex_init(&dev->range_cb_mu, NULL);
+    dev->flags = desc->flags;
+    dev->aperture_commit_limit = desc->aperture_commit_limit;
+    if (desc->driver) {
+        dev->drv = *desc->driver;
+        dev->has_paging_cb = desc->driver->paging != NULL;
+    }
+    dev->nranges = desc->swizzling_ranges;
+    for (uint32_t i = 0; i < dev->nranges; i++)
+        dev->ranges[i].a = NULL;
+    dev->st.size_of = sizeof dev->st;
+    dev->st.segment_count = desc->segment_count;
+    dev->st.paging_threads = desc->paging_threads;
+
+    uint64_t reserve = desc->sysmem_reserve ? desc->sysmem_reserve : VM_DEFAULT_RESERVE;
+    if ((err = vmos_arena_init(&dev->arena, (size_t)reserve)) != 0 ||
+        (err = vmr_init(&dev->arena_space, reserve)) != 0)
+        goto fail;
+    for (uint32_t i = 0; i < desc->segment_count; i++) {
+        dev->nseg = i + 1;
+        if ((err = segment_init(dev, &dev->seg[i], i + 1, &desc->segments[i], (int)desc->memory_tier)) != 0)
+            goto fail;
+    }
+    if (dev->flags & VIDMM_DEVICE_LOG_PAGING) {
+        dev->log_cap = desc->paging_log_capacity ? desc->paging_log_capacity : VM_DEFAULT_LOG;
+        dev->log = malloc(sizeof *dev->log * dev->log_cap);
+        if (!dev->log) {
+            err = VIDMM_E_NO_MEMORY;
+            goto fail;
+        }
+    }
+    if ((err = vm_paging_start(dev, desc->paging_threads)) != 0)
+        goto fail;
+    *out = dev;
+    return 0;
+fail:
+    device_free(dev);
+    return err;
+}
+
+void vidmm_device_destroy(vidmm_device *dev)
+{
+    if (!dev)
+        return;
+    pthread_mutex_lock(&dev->mu);
+    uint64_t last = dev->paging_issued;
+    pthread_mutex_unlock(&dev->mu);
+    vm_wait_paging(dev, last);
+    vm_paging_stop(dev);
+    pthread_mutex_lock(&dev->mu);
+    for (uint32_t i = 1; i <= dev->table_top; i++) {
+        struct vm_alloc *a = dev->table[i];
+        if (a && a->index == 0) { /* free groups through their first instance */
+            struct vm_group *g = a->g;
+            for (uint32_t k = g->ninst; k-- > 0;)
+                vm_instance_free(dev, g->inst[k]);
+            free(g->inst);
+            free(g);
+        }
+    }
+    pthread_mutex_unlock(&dev->mu);
+    device_free(dev);
+}
+
+int vidmm_device_remove(vidmm_device *dev)
+{
+    if (!dev)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    if (dev->removed) {
+        pthread_mutex_unlock(&dev->mu);
+        return VIDMM_E_DEVICE_REMOVED;
+    }
+    dev->removed = true;
+    /* Every lock ends, every pin goes (spec 15.27); blocked waiters wake and see the removal. */
+    for (uint32_t i = 1; i <= dev->table_top; i++) {
+        struct vm_alloc *a = dev->table[i];
+        if (!a)
+            continue;
+        vm_locks_drop(dev, a);
+        a->pinned = false;
+    }
+    pthread_cond_broadcast(&dev->fence_cv);
+    pthread_cond_broadcast(&dev->paging_cv);
+    pthread_mutex_unlock(&dev->mu);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Handles: a table of instances; a handle is (generation << 24) | index, index >= 1, so a
+ * stale handle of a reused slot is refused.
+ * ------------------------------------------------------------------------------------------- */
+struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h)
+{
+    uint32_t i = h & VM_HANDLE_INDEX_MASK;
+    if (i == 0 || i > dev->table_top)
+        return NULL;
+    struct vm_alloc *a = dev->table[i];
+    return a && a->handle == h ? a : NULL;
+}
+
+int vm_handle_new(vidmm_device *dev, struct vm_alloc *a)
+{
+    uint32_t i;
+    if (dev->nfree) {
+        i = dev->free_idx[--dev->nfree];
+    } else {
+        if (dev->table_top + 1 >= dev->table_cap) {
+            uint32_t cap = dev->table_cap ? dev->table_cap * 2 : 1024;
+            if (cap > VM_HANDLE_INDEX_MASK + 1)
+                return VIDMM_E_NO_MEMORY;
+            struct vm_alloc **t = realloc(dev->table, sizeof *t * cap);
+            if (!t)
+                return VIDMM_E_NO_MEMORY;
+            dev->table = t;
+            uint8_t *g = realloc(dev->gen, cap);
+            if (!g)
+                return VIDMM_E_NO_MEMORY;
+            dev->gen = g;
+            uint32_t *f = realloc(dev->free_idx, sizeof *f * cap);
+            if (!f)
+                return VIDMM_E_NO_MEMORY;
+            dev->free_idx = f;
+            memset(dev->table + dev->table_cap, 0, sizeof *t * (cap - dev->table_cap));
+            memset(dev->gen + dev->table_cap, 0, cap - dev->table_cap);
+            dev->table_cap = cap;
+        }
+        i = ++dev->table_top;
+    }
+    dev->table[i] = a;
+    a->handle = ((uint32_t)dev->gen[i] << VM_HANDLE_INDEX_BITS) | i;
+    dev->live++;
+    return 0;
+}
+
+void vm_handle_free(vidmm_device *dev, vidmm_handle h)
+{
+    uint32_t i = h & VM_HANDLE_INDEX_MASK;
+    dev->table[i] = NULL;
+    dev->gen[i]++;
+    dev->free_idx[dev->nfree++] = i;
+    dev->live--;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Submission fences.
+ * ------------------------------------------------------------------------------------------- */
+void vm_wait_fence(vidmm_device *dev, uint64_t fence)
+{
+    while (dev->fence_done < fence && !dev->removed)
+        pthread_cond_wait(&dev->fence_cv, &dev->mu);
+}
+
+int vidmm_fence_signal(vidmm_device *dev, uint64_t fence)
+{
+    if (!dev)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (fence > dev->fence_issued)
+        err = VIDMM_E_INVALID_ARG;
+    else if (fence > dev->fence_done) {
+        dev->fence_done = fence;
+        pthread_cond_broadcast(&dev->fence_cv);
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+uint64_t vidmm_fence_completed(vidmm_device *dev)
+{
+    if (!dev)
+        return 0;
+    pthread_mutex_lock(&dev->mu);
+    uint64_t f = dev->fence_done;
+    pthread_mutex_unlock(&dev->mu);
+    return f;
+}
+
+int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
+{
+    if (!dev)
+        return VIDMM_E_INVALID_ARG;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    if (timeout_ns != UINT64_MAX) {
+        uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000ull;
+        dl.tv_sec += (time_t)(timeout_ns / 1000000000ull + ns / 1000000000ull);
+        dl.tv_nsec = (long)(ns % 1000000000ull);
+    }
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (fence > dev->fence_issued)
+        err = VIDMM_E_INVALID_ARG;
+    while (!err && dev->fence_done < fence) {
+        if (dev->removed) {
+            err = VIDMM_E_DEVICE_REMOVED;
+            break;
+        }
+        if (timeout_ns == UINT64_MAX) {
+            pthread_cond_wait(&dev->fence_cv, &dev->mu);
+        } else if (pthread_cond_timedwait(&dev->fence_cv, &dev->mu, &dl) == ETIMEDOUT &&
+                   dev->fence_done < fence) {
+            err = VIDMM_E_TIMEOUT;
+        }
+    }
+    if (!err && dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Statistics and the paging log.
+ * ------------------------------------------------------------------------------------------- */
+int vidmm_get_stats(vidmm_device *dev, struct vidmm_stats *out)
+{
+    if (!dev || !out || out->size_of < sizeof *out)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    *out = dev->st;
+    out->size_of = sizeof *out;
+    out->allocations = dev->live;
+    out->sysmem_used = dev->sysmem_used;
+    for (uint32_t i = 0; i < dev->nseg; i++) {
+        const struct vm_segment *s = &dev->seg[i];
+        struct vidmm_segment_stats *o = &out->segments[i];
+        o->size = s->size;
+        o->used = s->used;
+        o->largest_free = vmr_largest(&s->space);
+        o->allocations = s->count;
+        o->memory_tier = s->aperture ? VIDMM_TIER_BASE : (uint32_t)s->mem.tier;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return 0;
+}
+
+size_t vidmm_paging_log_read(vidmm_device *dev, struct vidmm_paging_op *out, size_t max)
+{
+    if (!dev || !out)
+        return 0;
+    pthread_mutex_lock(&dev->mu);
+    size_t n = 0;
+    while (n < max && dev->log_len) {
+        out[n++] = dev->log[dev->log_head];
+        dev->log_head = (dev->log_head + 1) % dev->log_cap;
+        dev->log_len--;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return n;
+}

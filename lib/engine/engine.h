@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/engine.h - the video memory manager's state, shared by the engine's files.
+ *
+ * Concurrency: one mutex per device guards every field below except where a comment says
+ * otherwise; no call holds it while bytes move. Paging operations are planned under the mutex
+ * (metadata changes at once: an evicted allocation's space is free as soon as its transfer is
+ * queued) and executed afterwards, strictly in the order queued, by the paging threads (or by
+ * the waiting caller when there are none). FIFO execution is what keeps content safe: a
+ * transfer out of a range always runs before a transfer into the same range planned later.
+ * Whoever needs an allocation's bytes waits until paging has passed its last operation
+ * (vm_alloc.paging_fence). */
+#ifndef VIDMM_LIB_ENGINE_ENGINE_H
+#define VIDMM_LIB_ENGINE_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "common/internal.h"
+#include "vidmm/device.h"
+#include "vidmm/kernels.h"
+#include "vidmm/swizzle.h"
+#include "engine/rangeset.h"
+#include "engine/os/os.h"
+
+#define VM_MAX_RANGES 64u
+#define VM_MAX_THREADS 64u
+#define VM_HANDLE_INDEX_BITS 24u
+#define VM_HANDLE_INDEX_MASK ((1u << VM_HANDLE_INDEX_BITS) - 1u)
+
+struct vm_alloc;
+
+struct vm_segment {
+    uint32_t id;                /* 1-based */
+    uint32_t flags;             /* VIDMM_SEGMENT_* */
+    bool aperture;              /* APERTURE or AGP: maps backing-store pages */
+    uint64_t base_address, size, commit_limit;
+    uint32_t bank_count;        /* 0 without USE_BANKING */
+    uint64_t *bank_start, *bank_end;
+    struct vmr_set space;       /* free space (offsets) */
+    uint64_t used;              /* bytes placed or mapped */
+    uint32_t count;             /* allocations in it */
+    uint8_t *cpu;               /* host view of offset 0 */
+    struct vmos_region mem;     /* memory segments */
+    struct vmos_aperture ap;    /* aperture segments */
+    struct vm_alloc *res_head;  /* allocations in it (any order) */
+};
+
+/* One allocation as created, shared by its rename instances. */
+struct vm_group {
+    struct vidmm_alloc_desc desc;   /* as given, pointers cleared */
+    struct vidmm_tile_layout layout; /* SWIZZLED */
+    struct vidmm_surface_desc surface;
+    struct vidmm_equation equation;
+    uint64_t size;              /* rounded to the page */
+    uint64_t linear_size;       /* SWIZZLED: packed linear size */
+    uint32_t supported;         /* read | write set */
+    uint32_t priority;
+    uint32_t ninst, cap;        /* rename instances */
+    struct vm_alloc **inst;
+    uint32_t current;           /* index of the current instance */
+    uint32_t tag;               /* submission being checked, and the newest instance seen in it */
+    uint64_t seen_seq;
+};
+
+enum vm_lock_mode {
+    VM_LOCK_NONE = 0,
+    VM_LOCK_DIRECT,             /* pointer to where the content is (segment or backing store) */
+    VM_LOCK_RANGE,              /* through a swizzling range: the linear view */
+    VM_LOCK_ALTVA               /* UseAlternateVA: a fresh view of the backing store */
+};
+
+/* One instance of an allocation: what is placed, evicted, locked and submitted. */
+struct vm_alloc {
+    struct vm_group *g;
+    vidmm_handle handle;
+    uint32_t index;             /* instance index in g->inst */
+    uint32_t where;             /* enum vidmm_where */
+    struct vm_segment *seg;     /* SEGMENT / APERTURE */
+    uint64_t offset, space;     /* in seg: offset and bytes taken */
+    bool has_backing;           /* a backing store exists (arena range or existing memory) */
+    bool backing_valid;         /* the backing store holds the content (or is the content) */
+    uint64_t backing_off;       /* arena offset */
+    uint8_t *backing;           /* host view of the backing store */
+    bool dirty;
+    bool evicted_swizzled;      /* the system-memory copy is tiled (SWIZZLED only) */
+    bool pinned;
+    uint64_t read_fence, write_fence; /* last submission fences that read / wrote it */
+    uint64_t paging_fence;      /* last paging operation that touches it */
+    uint64_t lru;               /* last use, device clock */
+    uint32_t tag;               /* submission being planned that references it */
+    uint64_t seq;               /* when it became its group's current instance */
+    /* locks */
+    uint32_t lock_count;
+    uint32_t lock_mode;         /* enum vm_lock_mode */
+    uint32_t lock_flags;        /* flags of the first lock */
+    uint8_t *lock_ptr;          /* what the first lock returned (page lists add to it) */
+    int range;                  /* swizzling range held (cached) or -1 */
+    void *altva;                /* UseAlternateVA view */
+    size_t altva_len;
+    uint32_t altva_range;
+    uint32_t *dirty_pages;      /* PermanentSysMem: pages listed by writable locks */
+    uint32_t ndirty_pages, cap_dirty_pages;
+    bool dirty_all_pages;
+    bool cpu_wrote;             /* Cached, CPU wrote it in a non-coherent segment: flush before GPU use */
+    bool gpu_wrote;             /* Cached, GPU wrote it there: invalidate before CPU use */
+    struct vm_alloc *res_prev, *res_next; /* in seg->res_head */
+};
+
+struct vm_range {
+    bool acquired;
+    struct vm_alloc *a;
+    uint32_t private_data;
+    uint32_t segment_id;
+    uint64_t lru;
+    bool active;                /* inside a lock */
+    uint8_t *view;              /* the linear view (page-aligned) */
+    uint8_t *snap;              /* what the view showed when the lock began (writable locks) */
+    size_t view_len;
+};
+
+/* A queued paging operation. */
+struct vm_pop {
+    struct vidmm_paging_op op;
+    struct vm_alloc *a;         /* NULL for raw operations */
+    bool sync;                  /* SynchronousPaging: wait for idle first */
+    bool swizzled_geometry;     /* a carries the layout for SWIZZLE / UNSWIZZLE */
+    /* MAP / UNMAP: the engine maps the pages itself (the "hardware" part) */
+    struct vm_segment *seg;
+    uint64_t arena_off;
+};
+
+struct vidmm_device {
+    pthread_mutex_t mu;
+    pthread_cond_t fence_cv;    /* submission fences progressed */
+    pthread_cond_t paging_cv;   /* paging progressed, or the queue got work */
+    bool removed;
+    uint32_t flags;
+    uint32_t nseg;
+    struct vm_segment seg[VIDMM_MAX_SEGMENTS];
+    struct vidmm_driver drv;
+    bool has_paging_cb;
+    uint64_t aperture_commit_limit, aperture_committed;
+
+    /* backing stores */
+    struct vmos_arena arena;
+    struct vmr_set arena_space;
+    uint64_t sysmem_used;
+
+    /* handles: index -> instance; generation in the top 8 bits of a handle */
+    struct vm_alloc **table;
+    uint8_t *gen;
+    uint32_t table_cap, table_top;
+    uint32_t *free_idx;
+    uint32_t nfree;
+    uint64_t live;
+
+    /* submission fences */
+    uint64_t fence_issued, fence_done;
+
+    /* paging */
+    struct vm_pop *q;
+    size_t q_cap, q_head, q_len;
+    uint64_t paging_issued, paging_done;
+    uint64_t fatal_fence;       /* the paging fence whose failure removed the device, 0 if none */
+    bool executing;             /* a thread is running an operation */
+    bool stopping;
+    uint32_t nthreads;
+    pthread_t threads[VM_MAX_THREADS];
+
+    /* swizzling ranges */
+    uint32_t nranges;
+    struct vm_range ranges[VM_MAX_RANGES];
+    pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
+
+    /* log */
+    struct vidmm_paging_op *log;
+    uint32_t log_cap, log_head, log_len;
+
+    uint64_t clock;             /* LRU clock */
+    uint32_t tag;               /* submission planning tag */
+    struct vidmm_stats st;      /* counters (segments[] filled on query) */
+};
+
+/* device.c */
+struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h);
+int vm_handle_new(vidmm_device *dev, struct vm_alloc *a);
+void vm_handle_free(vidmm_device *dev, vidmm_handle h);
+void vm_wait_fence(vidmm_device *dev, uint64_t fence);
+
+/* alloc.c */
+bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only);
+struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g);
+void vm_instance_free(vidmm_device *dev, struct vm_alloc *a);
+int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a);
+void vm_touch(vidmm_device *dev, struct vm_alloc *a);
+
+/* place.c */
+enum vm_place_use { VM_USE_READ = 1, VM_USE_WRITE = 2, VM_USE_ANY = 3, VM_USE_MEMORY_ONLY = 4,
+                    VM_USE_APERTURE_ONLY = 8 };
+int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool donot_wait);
+int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool special);
+void vm_unplace(vidmm_device *dev, struct vm_alloc *a);
+uint8_t *vm_content_ptr(vidmm_device *dev, struct vm_alloc *a);
+
+/* paging.c */
+int vm_paging_start(vidmm_device *dev, uint32_t threads);
+void vm_paging_stop(vidmm_device *dev);
+uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p);
+int vm_wait_paging(vidmm_device *dev, uint64_t fence);
+int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence);
+
+/* lock.c */
+void vm_range_release_alloc(vidmm_device *dev, struct vm_alloc *a);
+void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a);
+
+/* Small helpers. */
+static inline uint64_t vm_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) & ~(a - 1);
+}
+
+#endif /* VIDMM_LIB_ENGINE_ENGINE_H */

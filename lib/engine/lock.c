@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/lock.c - CPU locks: validation (spec 6.3, 15.11), relock rules (15.12),
+ * synchronisation (15.13), placement (15.14), swizzled locks through swizzling ranges (8.2,
+ * 15.15), alternate VAs (8.4, 15.16), renaming (7, 15.18), cache maintenance (15.24).
+ *
+ * The driver's range and cache callbacks are called with the device mutex held: they must not
+ * call back into the device. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/engine.h"
+
+static uint32_t aperture_set(const vidmm_device *dev)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < dev->nseg; i++)
+        if (dev->seg[i].aperture)
+            m |= 1u << i;
+    return m;
+}
+
+static bool sysmem_backed(const struct vm_group *g)
+{
+    return (g->desc.flags & (VIDMM_ALLOC_PERMANENT_SYSMEM | VIDMM_ALLOC_EXISTING_SYSMEM |
+                             VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM)) != 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation (spec 6.3 rules 1-12, 15.11) and relock rules (15.12). Nothing changes here.
+ * ------------------------------------------------------------------------------------------- */
+static int check_lock(const vidmm_device *dev, const struct vm_alloc *a, const struct vidmm_lock_args *args)
+{
+    const struct vm_group *g = a->g;
+    const uint32_t f = args->flags, af = g->desc.flags;
+    const bool swizzled = (af & VIDMM_ALLOC_SWIZZLED) != 0;
+    const bool primary = (g->desc.kind & VIDMM_ALLOC_KIND_PRIMARY) != 0;
+    const bool shared = (g->desc.kind & VIDMM_ALLOC_KIND_SHARED) != 0;
+    const uint32_t apertures = aperture_set(dev);
+    if (f & VIDMM_LOCK_RESERVED_MASK)
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_LOCK_READ_ONLY) && (f & VIDMM_LOCK_WRITE_ONLY)) /* rule 1 */
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_LOCK_IGNORE_SYNC) && (f & VIDMM_LOCK_ACQUIRE_APERTURE)) /* rule 2 */
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_LOCK_USE_ALTERNATE_VA) && !(f & VIDMM_LOCK_ACQUIRE_APERTURE)) /* rule 3 */
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_LOCK_ENTIRE) && (args->page_count || args->pages)) /* rule 11 */
+        return VIDMM_E_INVALID_ARG;
+    if ((args->page_count != 0) != (args->pages != NULL))
+        return VIDMM_E_INVALID_ARG;
+    const uint64_t npages = g->size / VIDMM_PAGE_SIZE;
+    for (uint32_t i = 0; i < args->page_count; i++)
+        if (args->pages[i] >= npages)
+            return VIDMM_E_INVALID_ARG;
+    if (!(af & VIDMM_ALLOC_CPU_VISIBLE)) /* rule 10 */
+        return VIDMM_E_INVALID_ARG;
+    if (shared && args->process != g->desc.process) /* rule 10: only the creator */
+        return VIDMM_E_INVALID_ARG;
+    if (f & (VIDMM_LOCK_IGNORE_SYNC | VIDMM_LOCK_IGNORE_READ_SYNC)) { /* rules 4 and 12 */
+        if (swizzled)
+            return VIDMM_E_INVALID_ARG;
+        if ((af & VIDMM_ALLOC_CACHED) && !(dev->flags & VIDMM_DEVICE_CACHE_COHERENT))
+            return VIDMM_E_INVALID_ARG;
+        if (!(g->supported & apertures))
+            return VIDMM_E_INVALID_ARG;
+    }
+    if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(g->supported & ~apertures)) /* rule 5 */
+        return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && swizzled && (f & VIDMM_LOCK_DONOT_WAIT)) /* rule 12 */
+        return VIDMM_E_INVALID_ARG;
+    if (f & VIDMM_LOCK_USE_ALTERNATE_VA) { /* rule 7 */
+        if (shared || !primary || !(af & VIDMM_ALLOC_USE_ALTERNATE_VA))
+            return VIDMM_E_INVALID_ARG;
+    } else if (primary && (af & VIDMM_ALLOC_USE_ALTERNATE_VA)) {
+        return VIDMM_E_INVALID_ARG;
+    }
+    if (a->lock_count) { /* relock rules (15.12) */
+        if (a->lock_mode == VM_LOCK_RANGE || a->lock_mode == VM_LOCK_ALTVA) /* rules 7, 8 */
+            return VIDMM_E_INVALID_ARG;
+        if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(a->lock_flags & VIDMM_LOCK_ACQUIRE_APERTURE)) /* rule 6 */
+            return VIDMM_E_INVALID_ARG;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Swizzling ranges (spec 8.3, 15.15).
+ * ------------------------------------------------------------------------------------------- */
+static void range_args(const vidmm_device *dev, const struct vm_range *r, uint32_t id,
+                       struct vidmm_swizzling_range_args *x)
+{
+    (void)dev;
+    memset(x, 0, sizeof *x);
+    x->allocation = r->a->handle;
+    x->driver_data = r->a->g->desc.driver_data;
+    x->private_data = r->private_data;
+    x->range_id = id;
+    x->segment_id = r->segment_id;
+    x->range_size = r->a->g->size;
+}
+
+static void range_release(vidmm_device *dev, uint32_t id)
+{
+    struct vm_range *r = &dev->ranges[id];
+    if (!r->acquired)
+        return;
+    if (dev->drv.release_swizzling_range) {
+        struct vidmm_swizzling_range_args x;
+        range_args(dev, r, id, &x);
+        pthread_mutex_lock(&dev->range_cb_mu);
+        dev->drv.release_swizzling_range(dev->drv.arg, &x); /* released per RangeId (spec 8.3) */
+        pthread_mutex_unlock(&dev->range_cb_mu);
+    }
+    if (r->a->range == (int)id)
+        r->a->range = -1;
+    r->acquired = false;
+    r->active = false;
+    r->a = NULL;
+    dev->st.ranges_released++;
+}
+
+void vm_range_release_alloc(vidmm_device *dev, struct vm_alloc *a)
+{
+    for (uint32_t i = 0; i < dev->nranges; i++)
+        if (dev->ranges[i].acquired && dev->ranges[i].a == a)
+            range_release(dev, i);
+    a->range = -1;
+}
+
+/* The least recently used acquired range outside any lock, or -1. */
+static int range_lru(const vidmm_device *dev)
+{
+    int best = -1;
+    for (uint32_t i = 0; i < dev->nranges; i++) {
+        const struct vm_range *r = &dev->ranges[i];
+        if (r->acquired && !r->active && (best < 0 || r->lru < dev->ranges[best].lru))
+            best = (int)i;
+    }
+    return best;
+}
+
+/* range_acquire(): a range for (a, private_data): the cached one, or a free one programmed by
+ * the driver, releasing unused ones while the driver says UNAVAILABLE. Returns the range ID or
+ * -1 when none can be had (UNSUPPORTED, or every range released and still UNAVAILABLE). */
+static int range_acquire(vidmm_device *dev, struct vm_alloc *a, uint32_t private_data, uint64_t *addr)
+{
+    for (uint32_t i = 0; i < dev->nranges; i++) {
+        struct vm_range *r = &dev->ranges[i];
+        if (r->acquired && r->a == a && r->private_data == private_data) {
+            r->lru = ++dev->clock;
+            return (int)i; /* cached: the driver is not called again (spec 8.3) */
+        }
+    }
+    for (;;) {
+        int id = -1;
+        for (uint32_t i = 0; i < dev->nranges && id < 0; i++)
+            if (!dev->ranges[i].acquired)
+                id = (int)i;
+        if (id < 0) {
+            id = range_lru(dev);
+            if (id < 0)
+                return -1;
+            range_release(dev, (uint32_t)id); /* another allocation needs the range */
+        }
+        struct vm_range *r = &dev->ranges[id];
+        r->a = a;
+        r->private_data = private_data;
+        r->segment_id = a->seg ? a->seg->id : 0;
+        uint32_t st = VIDMM_STATUS_SUCCESS;
+        struct vidmm_swizzling_range_args x;
+        range_args(dev, r, (uint32_t)id, &x);
+        if (dev->drv.acquire_swizzling_range) {
+            pthread_mutex_lock(&dev->range_cb_mu);
+            st = dev->drv.acquire_swizzling_range(dev->drv.arg, &x);
+            pthread_mutex_unlock(&dev->range_cb_mu);
+        }
+        if (st == VIDMM_STATUS_SUCCESS) {
+            r->acquired = true;
+            r->lru = ++dev->clock;
+            if (addr)
+                *addr = x.cpu_translated_address;
+            dev->st.ranges_acquired++;
+            return id;
+        }
+        r->a = NULL;
+        if (st != VIDMM_STATUS_UNSWIZZLING_APERTURE_UNAVAILABLE)
+            return -1; /* UNSUPPORTED (or an error): no retry */
+        /* UNAVAILABLE: release an unused range and retry; none left to release: fail. */
+        int victim = range_lru(dev);
+        if (victim < 0)
+            return -1;
+        range_release(dev, (uint32_t)victim);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Renaming (spec 7, 15.18).
+ * ------------------------------------------------------------------------------------------- */
+static int rename_for_discard(vidmm_device *dev, struct vm_alloc **pa, bool no_existing_ref)
+{
+    struct vm_group *g = (*pa)->g;
+    struct vm_alloc *cur = g->inst[g->current];
+    if (!vm_busy(dev, cur, false) || no_existing_ref) {
+        *pa = cur; /* idle, or no queued reference to any instance: the current one will do */
+        return 0;
+    }
+    for (uint32_t k = 1; k < g->ninst; k++) {
+        struct vm_alloc *c = g->inst[(g->current + k) % g->ninst];
+        if (!vm_busy(dev, c, false) && c->lock_count == 0) {
+            g->current = c->index;
+            c->seq = ++dev->clock;
+            *pa = c;
+            dev->st.renames++;
+            return 0;
+        }
+    }
+    if (g->desc.max_renaming && g->ninst >= g->desc.max_renaming)
+        return VIDMM_E_BUSY; /* cannot create or reuse an instance */
+    struct vm_alloc *n = vm_instance_new(dev, g);
+    if (!n)
+        return VIDMM_E_BUSY;
+    g->current = n->index;
+    *pa = n;
+    dev->st.renames++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Locking.
+ * ------------------------------------------------------------------------------------------- */
+static void cache_invalidate(vidmm_device *dev, void *p, size_t n)
+{
+    if (dev->drv.invalidate_cpu_cache)
+        dev->drv.invalidate_cpu_cache(dev->drv.arg, p, n);
+    else
+        vidmm_flush(p, n, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
+    dev->st.cache_invalidates++;
+}
+
+static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *args)
+{
+    if (!args->page_count) {
+        a->dirty_all_pages = true;
+        return;
+    }
+    if (a->ndirty_pages + args->page_count > a->cap_dirty_pages) {
+        uint32_t cap = a->ndirty_pages + args->page_count;
+        uint32_t *p = realloc(a->dirty_pages, sizeof *p * cap);
+        if (!p) {
+            a->dirty_all_pages = true; /* cannot list them: treat every page as written */
+            return;
+        }
+        a->dirty_pages = p;
+        a->cap_dirty_pages = cap;
+    }
+    memcpy(a->dirty_pages + a->ndirty_pages, args->pages, sizeof(uint32_t) * args->page_count);
+    a->ndirty_pages += args->page_count;
+}
+
+/* Lock through a swizzling range: the state machine of spec 8.2. On success '*ptr' is the
+ * linear view (or the unswizzled backing store) and '*mode' says which. */
+static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr,
+                         uint32_t *mode)
+{
+    struct vm_group *g = a->g;
+    if (a->where == VIDMM_WHERE_SYSMEM && !a->evicted_swizzled) { /* (3) evicted unswizzled */
+        *ptr = a->backing;
+        *mode = VM_LOCK_DIRECT;
+        return 0;
+    }
+    if (a->where != VIDMM_WHERE_SEGMENT) { /* (2): first into a memory segment */
+        int err = vm_make_resident(dev, a, VM_USE_ANY | VM_USE_MEMORY_ONLY, false);
+        if (err)
+            return err;
+    }
+    /* (1) resident in a memory segment. */
+    int id = dev->nranges ? range_acquire(dev, a, args->private_data, NULL) : -1;
+    if (id < 0) {
+        /* No range: an unswizzling eviction, unless forbidden (spec 8.2 / 15.15). */
+        if (args->flags & VIDMM_LOCK_DONOT_EVICT)
+            return VIDMM_E_NOT_AVAILABLE;
+        if (a->pinned)
+            return VIDMM_E_CANT_EVICT_PINNED;
+        int err = vm_evict_one(dev, a, true, false);
+        if (err)
+            return err;
+        *ptr = a->backing;
+        *mode = VM_LOCK_DIRECT;
+        return 0;
+    }
+    struct vm_range *r = &dev->ranges[id];
+    size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
+    if (r->view_len < need) {
+        void *v = aligned_alloc(VIDMM_PAGE_SIZE, need), *sn = aligned_alloc(VIDMM_PAGE_SIZE, need);
+        if (!v || !sn) {
+            free(v);
+            free(sn);
+            return VIDMM_E_NO_MEMORY;
+        }
+        free(r->view);
+        free(r->snap);
+        r->view = v;
+        r->snap = sn;
+        r->view_len = need;
+    }
+    int err = vm_wait_paging_locked(dev, a->paging_fence);
+    if (err)
+        return err;
+    /* Eager untiling: the view shows the surface as an unswizzling eviction would leave it. */
+    vidmm_deswizzle_surface(&g->layout, &g->surface, a->seg->cpu + a->offset, (size_t)g->size, r->view,
+                            (size_t)g->linear_size);
+    if (!(args->flags & VIDMM_LOCK_READ_ONLY))
+        memcpy(r->snap, r->view, (size_t)g->linear_size); /* to find what the CPU wrote */
+    r->active = true;
+    a->range = id;
+    *ptr = r->view;
+    *mode = VM_LOCK_RANGE;
+    return 0;
+}
+
+/* UseAlternateVA (spec 8.4, 15.16): the content in the backing store, seen through a VA of
+ * its own. */
+static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr)
+{
+    int err;
+    if (a->where == VIDMM_WHERE_SEGMENT) {
+        a->altva_range = 0;
+        if (a->pinned)
+            return VIDMM_E_CANT_EVICT_PINNED;
+        if (!a->altva) {
+            /* The eviction goes to the alternate VA's pages: SPECIAL_LOCK_TRANSFER. */
+            if ((err = vm_backing_ensure(dev, a)) != 0)
+                return err;
+            a->altva_len = (size_t)a->g->size;
+            if ((err = vmos_view_map(&dev->arena, (size_t)a->backing_off, a->altva_len, &a->altva)) != 0)
+                return err;
+        }
+        if ((err = vm_evict_one(dev, a, (a->g->desc.flags & VIDMM_ALLOC_SWIZZLED) != 0, true)) != 0)
+            return err;
+    } else if (a->where == VIDMM_WHERE_NONE) {
+        if ((err = vm_backing_ensure(dev, a)) != 0)
+            return err;
+        if (a->g->desc.fill_pattern)
+            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
+        a->backing_valid = true;
+        a->where = VIDMM_WHERE_SYSMEM;
+    }
+    if (!a->altva) {
+        if ((err = vm_backing_ensure(dev, a)) != 0)
+            return err;
+        a->altva_len = (size_t)a->g->size;
+        if ((err = vmos_view_map(&dev->arena, (size_t)a->backing_off, a->altva_len, &a->altva)) != 0)
+            return err;
+    }
+    int id = dev->nranges ? range_acquire(dev, a, args->private_data, NULL) : -1;
+    if (id >= 0) {
+        a->altva_range = (uint32_t)id;
+        dev->ranges[id].active = true;
+        a->range = id;
+    }
+    *ptr = a->altva;
+    return 0;
+}
+
+/* Plain locks (spec 15.14). */
+static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr)
+{
+    int err;
+    if (sysmem_backed(a->g)) {
+        /* The backing store, always; a copy the GPU wrote comes back first. */
+        if (a->where == VIDMM_WHERE_SEGMENT && a->dirty) {
+            struct vm_pop p;
+            memset(&p, 0, sizeof p);
+            p.op.type = VIDMM_PAGING_TRANSFER;
+            p.op.flags = VIDMM_TRANSFER_START | VIDMM_TRANSFER_END;
+            p.op.allocation = a->handle;
+            p.op.driver_data = a->g->desc.driver_data;
+            p.op.size = a->g->size;
+            p.op.src.segment_id = a->seg->id;
+            p.op.src.segment_address = a->seg->base_address + a->offset;
+            p.op.src_ptr = a->seg->cpu + a->offset;
+            p.op.dst_ptr = a->backing;
+            p.a = a;
+            p.sync = (a->g->desc.flags & VIDMM_ALLOC_SYNCHRONOUS_PAGING) != 0;
+            a->paging_fence = vm_emit(dev, &p);
+            dev->st.bytes_paged_out += a->g->size;
+            a->dirty = false;
+        }
+        *ptr = a->backing;
+        return 0;
+    }
+    switch (a->where) {
+    case VIDMM_WHERE_NONE:
+        if ((err = vm_backing_ensure(dev, a)) != 0)
+            return err;
+        if (a->g->desc.fill_pattern)
+            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
+        a->backing_valid = true;
+        a->where = VIDMM_WHERE_SYSMEM;
+        *ptr = a->backing;
+        return 0;
+    case VIDMM_WHERE_SEGMENT:
+        if (a->seg->flags & VIDMM_SEGMENT_CPU_VISIBLE) {
+            *ptr = a->seg->cpu + a->offset;
+            return 0;
+        }
+        /* Not CPU-visible: WDDM1 evicts to system memory first (spec 15.14). */
+        if (args->flags & VIDMM_LOCK_DONOT_EVICT)
+            return VIDMM_E_NOT_AVAILABLE;
+        if (a->pinned)
+            return VIDMM_E_CANT_EVICT_PINNED;
+        if ((err = vm_evict_one(dev, a, false, false)) != 0)
+            return err;
+        *ptr = a->backing;
+        return 0;
+    default:
+        *ptr = a->backing;
+        return 0;
+    }
+}
+
+int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
+{
+    if (!dev || !args)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    struct vm_alloc *a = vm_lookup(dev, args->allocation);
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!a)
+        err = VIDMM_E_INVALID_ARG;
+    else
+        err = check_lock(dev, a, args);
+    if (err)
+        goto out;
+    const uint32_t f = args->flags;
+    const size_t page_off = args->page_count ? (size_t)args->pages[0] * VIDMM_PAGE_SIZE : 0;
+    if (a->lock_count) {
+        /* A plain relock nests and returns the same pointer (spec 15.12). */
+        a->lock_count++;
+        if (!(f & VIDMM_LOCK_READ_ONLY) && sysmem_backed(a->g))
+            note_dirty_pages(a, args);
+        args->data = a->lock_ptr + page_off;
+        dev->st.locks++;
+        goto out;
+    }
+    const struct vm_group *g = a->g;
+    const bool discard = (f & VIDMM_LOCK_DISCARD) && !a->pinned &&
+                         !(g->desc.kind & (VIDMM_ALLOC_KIND_PRIMARY | VIDMM_ALLOC_KIND_SHARED)) &&
+                         !g->desc.existing_memory;
+    if (discard) {
+        /* Discard neutralises DonotWait and IgnoreSync (spec 6.3). */
+        if ((err = rename_for_discard(dev, &a, (f & VIDMM_LOCK_NO_EXISTING_REFERENCE) != 0)) != 0)
+            goto out;
+    } else if (!((f & VIDMM_LOCK_IGNORE_SYNC) && (f & VIDMM_LOCK_DONOT_WAIT))) {
+        /* IgnoreSync counts only with DonotWait; IgnoreReadSync waits for writes only. */
+        const bool writes_only = (f & VIDMM_LOCK_IGNORE_READ_SYNC) != 0;
+        if (vm_busy(dev, a, writes_only)) {
+            if (f & VIDMM_LOCK_DONOT_WAIT) {
+                err = VIDMM_E_BUSY;
+                goto out;
+            }
+            vidmm_handle h = a->handle;
+            while (!dev->removed && (a = vm_lookup(dev, h)) != NULL && vm_busy(dev, a, writes_only))
+                pthread_cond_wait(&dev->fence_cv, &dev->mu);
+            if (dev->removed) {
+                err = VIDMM_E_DEVICE_REMOVED;
+                goto out;
+            }
+            if (!a || a->lock_count) { /* destroyed or locked by another thread meanwhile */
+                err = VIDMM_E_INVALID_ARG;
+                goto out;
+            }
+            if ((err = check_lock(dev, a, args)) != 0)
+                goto out;
+        }
+    }
+    uint8_t *ptr = NULL;
+    uint32_t mode = VM_LOCK_DIRECT;
+    if (f & VIDMM_LOCK_USE_ALTERNATE_VA) {
+        err = lock_altva(dev, a, args, &ptr);
+        mode = VM_LOCK_ALTVA;
+    } else if ((g->desc.flags & VIDMM_ALLOC_SWIZZLED) && (f & VIDMM_LOCK_ACQUIRE_APERTURE)) {
+        err = lock_swizzled(dev, a, args, &ptr, &mode);
+    } else {
+        err = lock_direct(dev, a, args, &ptr);
+    }
+    if (err)
+        goto out;
+    if ((err = vm_wait_paging_locked(dev, a->paging_fence)) != 0)
+        goto out;
+    if (dev->removed) {
+        err = VIDMM_E_DEVICE_REMOVED;
+        goto out;
+    }
+    const bool writable = !(f & VIDMM_LOCK_READ_ONLY);
+    const bool in_memory = a->where == VIDMM_WHERE_SEGMENT && mode == VM_LOCK_DIRECT && !sysmem_backed(g);
+    if ((g->desc.flags & VIDMM_ALLOC_CACHED) && a->gpu_wrote) {
+        cache_invalidate(dev, ptr, (size_t)g->size); /* before CPU reads after GPU writes */
+        a->gpu_wrote = false;
+    }
+    if (writable && in_memory) {
+        a->dirty = true; /* a writable lock on its segment location (spec 15.6) */
+        if (g->desc.flags & VIDMM_ALLOC_CACHED)
+            a->cpu_wrote = true; /* flushed before the GPU next reads it (spec 15.24) */
+    }
+    if (writable && sysmem_backed(g))
+        note_dirty_pages(a, args);
+    a->lock_count = 1;
+    a->lock_mode = mode;
+    a->lock_flags = f;
+    a->lock_ptr = ptr;
+    vm_touch(dev, a);
+    args->allocation = a->handle;
+    args->data = ptr + page_off;
+    dev->st.locks++;
+out:
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Unlocking.
+ * ------------------------------------------------------------------------------------------- */
+
+/* retile_written(): after a writable lock through a swizzling range, tile back what the CPU
+ * wrote: each run of changed rows of each subresource (compared with the view as the lock
+ * began) is copied into the tiled surface as one box. */
+static void retile_written(struct vm_alloc *a, const struct vm_range *r)
+{
+    const struct vm_group *g = a->g;
+    uint8_t *tiled = a->seg->cpu + a->offset;
+    for (uint32_t layer = 0; layer < g->surface.array_layers; layer++) {
+        for (uint32_t mip = 0; mip < g->surface.mip_levels; mip++) {
+            struct vidmm_subresource_info si = { .size = sizeof si };
+            if (vidmm_surface_subresource(&g->layout, &g->surface, mip, layer, &si) != 0)
+                return;
+            const size_t row = (size_t)si.width * g->surface.element_bytes;
+            const size_t slice = row * si.height;
+            for (uint32_t z = 0; z < si.depth; z++) {
+                const size_t base = (size_t)si.linear_offset + z * slice;
+                uint32_t y = 0;
+                while (y < si.height) {
+                    if (memcmp(r->view + base + y * row, r->snap + base + y * row, row) == 0) {
+                        y++;
+                        continue;
+                    }
+                    uint32_t y1 = y + 1;
+                    while (y1 < si.height && memcmp(r->view + base + y1 * row, r->snap + base + y1 * row, row))
+                        y1++;
+                    struct vidmm_box box = { 0, y, z, si.width, y1 - y, 1 };
+                    vidmm_swizzle(&g->layout, &g->surface, mip, layer, &box, tiled, (size_t)g->size,
+                                  r->view + base + y * row, (size_t)(y1 - y) * row, row, slice);
+                    y = y1;
+                }
+            }
+        }
+    }
+}
+
+/* PermanentSysMem resident in a segment: the pages written under the lock go back to the
+ * segment copy (spec 4.1, 15.14), as one transfer per run of listed pages. */
+static void push_dirty_pages(vidmm_device *dev, struct vm_alloc *a)
+{
+    const uint64_t npages = a->g->size / VIDMM_PAGE_SIZE;
+    uint8_t *mark = NULL;
+    if (!a->dirty_all_pages) {
+        mark = calloc((size_t)npages, 1);
+        if (!mark)
+            a->dirty_all_pages = true;
+        else
+            for (uint32_t i = 0; i < a->ndirty_pages; i++)
+                mark[a->dirty_pages[i]] = 1;
+    }
+    uint64_t runs[2 * 64];
+    size_t nruns = 0;
+    bool all = a->dirty_all_pages;
+    for (uint64_t p = 0; p < npages;) {
+        if (!all && !mark[p]) {
+            p++;
+            continue;
+        }
+        uint64_t q = p;
+        while (q < npages && (all || mark[q]))
+            q++;
+        if (nruns == 64) { /* too many runs for one split transfer: send everything */
+            all = true;
+            nruns = 0;
+            p = 0;
+            continue;
+        }
+        runs[2 * nruns] = p;
+        runs[2 * nruns + 1] = q - p;
+        nruns++;
+        p = q;
+    }
+    free(mark);
+    for (size_t i = 0; i < nruns; i++) {
+        struct vm_pop p;
+        memset(&p, 0, sizeof p);
+        uint64_t off = runs[2 * i] * VIDMM_PAGE_SIZE, len = runs[2 * i + 1] * VIDMM_PAGE_SIZE;
+        p.op.type = VIDMM_PAGING_TRANSFER;
+        p.op.flags = (i == 0 ? VIDMM_TRANSFER_START : 0) | (i + 1 == nruns ? VIDMM_TRANSFER_END : 0);
+        p.op.allocation = a->handle;
+        p.op.driver_data = a->g->desc.driver_data;
+        p.op.size = len;
+        /* Split: TransferOffset says where the chunk is; the segment address is the chunk's
+         * start and MdlOffset its first page (spec 15.7). */
+        p.op.transfer_offset = nruns > 1 || len != a->g->size ? (uint32_t)off : 0;
+        p.op.mdl_offset = (uint32_t)runs[2 * i];
+        p.op.dst.segment_id = a->seg->id;
+        p.op.dst.segment_address = a->seg->base_address + a->offset + off;
+        p.op.src_ptr = a->backing + off;
+        p.op.dst_ptr = a->seg->cpu + a->offset + off;
+        p.a = a;
+        p.sync = (a->g->desc.flags & VIDMM_ALLOC_SYNCHRONOUS_PAGING) != 0;
+        a->paging_fence = vm_emit(dev, &p);
+        dev->st.bytes_paged_in += len;
+    }
+}
+
+static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (--a->lock_count)
+        return;
+    const bool writable = !(a->lock_flags & VIDMM_LOCK_READ_ONLY);
+    if (a->lock_mode == VM_LOCK_RANGE && a->range >= 0) {
+        struct vm_range *r = &dev->ranges[a->range];
+        if (writable && a->where == VIDMM_WHERE_SEGMENT) {
+            retile_written(a, r);
+            a->dirty = true;
+        }
+        r->active = false;
+    } else if (a->lock_mode == VM_LOCK_ALTVA && a->range >= 0) {
+        dev->ranges[a->range].active = false;
+    } else if (a->lock_mode == VM_LOCK_DIRECT && sysmem_backed(a->g) && a->where == VIDMM_WHERE_SEGMENT &&
+               (a->dirty_all_pages || a->ndirty_pages)) {
+        push_dirty_pages(dev, a);
+    }
+    a->ndirty_pages = 0;
+    a->dirty_all_pages = false;
+    a->lock_mode = VM_LOCK_NONE;
+    a->lock_ptr = NULL;
+}
+
+int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
+{
+    if (!dev || !handles || count == 0)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
+    for (uint32_t i = 0; !err && i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, handles[i]);
+        if (!a || a->lock_count == 0)
+            err = VIDMM_E_INVALID_ARG;
+        /* The same handle listed more often than it is locked is also refused. */
+        uint32_t times = 0;
+        for (uint32_t j = 0; !err && j < count; j++)
+            times += handles[j] == handles[i];
+        if (!err && times > a->lock_count)
+            err = VIDMM_E_INVALID_ARG;
+    }
+    for (uint32_t i = 0; !err && i < count; i++)
+        unlock_one(dev, vm_lookup(dev, handles[i]));
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->range >= 0 && a->range < (int)dev->nranges)
+        dev->ranges[a->range].active = false;
+    a->lock_count = 0;
+    a->lock_mode = VM_LOCK_NONE;
+    a->lock_ptr = NULL;
+    a->ndirty_pages = 0;
+    a->dirty_all_pages = false;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/paging.c - the paging queue: operations run strictly in the order emitted, on the
+ * paging threads (or on a waiting caller's thread when there are none), through the driver's
+ * paging callback or the built-in executor, with the retry protocol of spec 9.1 / 15.7, and
+ * are recorded in the paging log (15.28). */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/engine.h"
+
+/* A driver asking for a fresh paging buffer this many times for one operation is broken. */
+#define VM_MAX_RETRIES 65536u
+
+static void run_one(vidmm_device *dev);
+
+uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p)
+{
+    while (dev->q_len == dev->q_cap) {
+        size_t cap = dev->q_cap * 2;
+        struct vm_pop *q = malloc(sizeof *q * cap);
+        if (q) {
+            for (size_t i = 0; i < dev->q_len; i++)
+                q[i] = dev->q[(dev->q_head + i) % dev->q_cap];
+            free(dev->q);
+            dev->q = q;
+            dev->q_cap = cap;
+            dev->q_head = 0;
+            break;
+        }
+        /* No memory to grow the queue: let it drain instead. A paging operation is never
+         * dropped. */
+        if (dev->nthreads == 0 && !dev->executing)
+            run_one(dev);
+        else
+            pthread_cond_wait(&dev->paging_cv, &dev->mu);
+    }
+    struct vm_pop *slot = &dev->q[(dev->q_head + dev->q_len) % dev->q_cap];
+    *slot = *p;
+    slot->op.fence = ++dev->paging_issued;
+    dev->q_len++;
+    dev->st.paging_ops[p->op.type & 7]++;
+    pthread_cond_broadcast(&dev->paging_cv);
+    return slot->op.fence;
+}
+
+static bool may_be_busy(uint32_t type)
+{
+    return type == VIDMM_PAGING_TRANSFER || type == VIDMM_PAGING_DISCARD_CONTENT ||
+           type == VIDMM_PAGING_SPECIAL_LOCK_TRANSFER;
+}
+
+/* The built-in executor: what the Microsoft sample drivers do (spec 15.10), with the kernels. */
+static uint32_t builtin(struct vm_pop *p, bool idle)
+{
+    struct vidmm_paging_op *op = &p->op;
+    if (may_be_busy(op->type) && !idle && !(op->flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE))
+        return VIDMM_STATUS_ALLOCATION_BUSY; /* the "GPU" must finish with it first */
+    switch (op->type) {
+    case VIDMM_PAGING_TRANSFER:
+    case VIDMM_PAGING_SPECIAL_LOCK_TRANSFER: {
+        struct vm_group *g = p->a ? p->a->g : NULL;
+        int err = 0;
+        if (g && (op->flags & VIDMM_TRANSFER_SWIZZLE))
+            err = vidmm_swizzle_surface(&g->layout, &g->surface, op->dst_ptr, (size_t)g->size, op->src_ptr,
+                                        (size_t)g->linear_size);
+        else if (g && (op->flags & VIDMM_TRANSFER_UNSWIZZLE))
+            err = vidmm_deswizzle_surface(&g->layout, &g->surface, op->src_ptr, (size_t)g->size, op->dst_ptr,
+                                          (size_t)g->linear_size);
+        else
+            err = vidmm_copy(op->dst_ptr, op->src_ptr, (size_t)op->size, VIDMM_MEM_CACHED);
+        return err ? 0xC01E0106u /* STATUS_GRAPHICS_ALLOCATION_INVALID */ : VIDMM_STATUS_SUCCESS;
+    }
+    case VIDMM_PAGING_FILL:
+        return vidmm_fill32(op->dst_ptr, op->fill_pattern, (size_t)op->size, VIDMM_MEM_CACHED)
+                   ? 0xC01E0106u : VIDMM_STATUS_SUCCESS;
+    default:
+        return VIDMM_STATUS_SUCCESS; /* discard: nothing; map / unmap: done by the engine */
+    }
+}
+
+static void log_op(vidmm_device *dev, const struct vidmm_paging_op *op)
+{
+    if (!dev->log)
+        return;
+    if (dev->log_len == dev->log_cap) {
+        dev->log_head = (dev->log_head + 1) % dev->log_cap;
+        dev->log_len--;
+        dev->st.paging_log_dropped++;
+    }
+    dev->log[(dev->log_head + dev->log_len) % dev->log_cap] = *op;
+    dev->log_len++;
+}
+
+static void wait_idle(vidmm_device *dev, const struct vm_alloc *a)
+{
+    uint64_t f = a->read_fence > a->write_fence ? a->read_fence : a->write_fence;
+    vm_wait_fence(dev, f);
+}
+
+/* run_one() runs the oldest queued operation. Called with the mutex held, the queue not empty
+ * and nobody executing; returns with the mutex held. */
+static void run_one(vidmm_device *dev)
+{
+    dev->executing = true;
+    struct vm_pop p = dev->q[dev->q_head];
+    dev->q_head = (dev->q_head + 1) % dev->q_cap;
+    dev->q_len--;
+    const struct vidmm_paging_op pristine = p.op;
+    uint32_t status = VIDMM_STATUS_SUCCESS;
+    unsigned tries = 0;
+    bool ran = false; /* after a removal the queue drains without running anything */
+    while (!dev->removed) {
+        ran = true;
+        bool idle = !p.a || !vm_busy(dev, p.a, false);
+        if (p.sync && may_be_busy(p.op.type) && !(p.op.flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE)) {
+            /* SynchronousPaging: nothing is issued for it before it is idle (spec 15.25). */
+            if (!idle)
+                wait_idle(dev, p.a);
+            if (dev->removed)
+                break;
+            p.op.flags |= VIDMM_TRANSFER_ALLOCATION_IS_IDLE;
+            idle = true;
+        }
+        /* The engine maps and unmaps aperture pages itself (the hardware); a driver callback
+         * then programs its own tables. */
+        int merr = 0;
+        if (p.op.type == VIDMM_PAGING_MAP_APERTURE_SEGMENT && tries == 0)
+            merr = vmos_aperture_map(&p.seg->ap, (size_t)(p.op.offset_in_pages * VIDMM_PAGE_SIZE), &dev->arena,
+                                     (size_t)p.arena_off, (size_t)p.op.size);
+        else if (p.op.type == VIDMM_PAGING_UNMAP_APERTURE_SEGMENT && tries == 0)
+            merr = vmos_aperture_unmap(&p.seg->ap, (size_t)(p.op.offset_in_pages * VIDMM_PAGE_SIZE),
+                                       (size_t)p.op.size);
+        pthread_mutex_unlock(&dev->mu);
+        if (merr)
+            status = 0xC0000017u; /* STATUS_NO_MEMORY: fatal below */
+        else if (dev->has_paging_cb)
+            status = dev->drv.paging(dev->drv.arg, &p.op);
+        else
+            status = builtin(&p, idle);
+        pthread_mutex_lock(&dev->mu);
+        if (status == VIDMM_STATUS_SUCCESS)
+            break;
+        if (++tries >= VM_MAX_RETRIES)
+            break;
+        uint32_t mp = p.op.multipass_offset;
+        uint32_t flags = p.op.flags;
+        p.op = pristine; /* "the same arguments" again, but the driver's progress */
+        p.op.multipass_offset = mp;
+        p.op.flags = pristine.flags | (flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE);
+        if (status == VIDMM_STATUS_INSUFFICIENT_DMA_BUFFER)
+            continue; /* a fresh paging buffer, same operation (spec 9.1) */
+        if (status == VIDMM_STATUS_ALLOCATION_BUSY && may_be_busy(p.op.type) && p.a) {
+            wait_idle(dev, p.a);
+            p.op.flags |= VIDMM_TRANSFER_ALLOCATION_IS_IDLE;
+            continue;
+        }
+        break; /* anything else is fatal */
+    }
+    if (status != VIDMM_STATUS_SUCCESS && !dev->removed) {
+        vidmm_log(VIDMM_LOG_ERROR, "paging operation %u of allocation 0x%x failed with 0x%08x: device removed",
+                  p.op.type, p.op.allocation, status);
+        dev->removed = true;
+        dev->fatal_fence = p.op.fence;
+        pthread_cond_broadcast(&dev->fence_cv);
+    }
+    if (ran && status == VIDMM_STATUS_SUCCESS)
+        log_op(dev, &p.op);
+    dev->paging_done = p.op.fence;
+    dev->executing = false;
+    pthread_cond_broadcast(&dev->paging_cv);
+}
+
+static void *paging_thread(void *arg)
+{
+    vidmm_device *dev = arg;
+    pthread_mutex_lock(&dev->mu);
+    for (;;) {
+        if (dev->q_len && !dev->executing) {
+            run_one(dev);
+            continue;
+        }
+        if (dev->stopping)
+            break;
+        pthread_cond_wait(&dev->paging_cv, &dev->mu);
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return NULL;
+}
+
+int vm_paging_start(vidmm_device *dev, uint32_t threads)
+{
+    dev->q_cap = 64;
+    dev->q = malloc(sizeof *dev->q * dev->q_cap);
+    if (!dev->q)
+        return VIDMM_E_NO_MEMORY;
+    for (uint32_t i = 0; i < threads; i++) {
+        if (pthread_create(&dev->threads[i], NULL, paging_thread, dev) != 0) {
+            vm_paging_stop(dev);
+            return VIDMM_E_NO_MEMORY;
+        }
+        dev->nthreads = i + 1;
+    }
+    return 0;
+}
+
+void vm_paging_stop(vidmm_device *dev)
+{
+    pthread_mutex_lock(&dev->mu);
+    dev->stopping = true;
+    pthread_cond_broadcast(&dev->paging_cv);
+    pthread_mutex_unlock(&dev->mu);
+    for (uint32_t i = 0; i < dev->nthreads; i++)
+        pthread_join(dev->threads[i], NULL);
+    dev->nthreads = 0;
+}
+
+/* vm_wait_paging_locked(): wait (mutex held) until paging has passed 'fence', running the
+ * queue on this thread when there are no paging threads. */
+int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence)
+{
+    while (dev->paging_done < fence) {
+        if (dev->nthreads == 0 && !dev->executing && dev->q_len)
+            run_one(dev);
+        else
+            pthread_cond_wait(&dev->paging_cv, &dev->mu);
+    }
+    if (dev->fatal_fence && fence >= dev->fatal_fence)
+        return VIDMM_E_ALLOCATION_INVALID;
+    return 0;
+}
+
+int vm_wait_paging(vidmm_device *dev, uint64_t fence)
+{
+    pthread_mutex_lock(&dev->mu);
+    int err = vm_wait_paging_locked(dev, fence);
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/submit.c - submissions with allocation lists (spec 4.5, 15.13, 15.17, 15.18,
+ * 15.24, 15.25), explicit make-resident, the GPU's view of an allocation, cache maintenance. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/engine.h"
+
+#define VM_MAX_REFS 65536u
+
+static bool has_aperture(const vidmm_device *dev, uint32_t set)
+{
+    for (uint32_t i = 0; i < dev->nseg; i++)
+        if ((set & (1u << i)) && dev->seg[i].aperture)
+            return true;
+    return false;
+}
+
+static bool noncoherent(const struct vm_alloc *a)
+{
+    /* Memory segments and AGP do not snoop CPU caches; CacheCoherent apertures do. */
+    return a->seg && !(a->seg->flags & VIDMM_SEGMENT_CACHE_COHERENT);
+}
+
+static void cache_flush(vidmm_device *dev, void *p, size_t n)
+{
+    if (dev->drv.flush_cpu_cache)
+        dev->drv.flush_cpu_cache(dev->drv.arg, p, n);
+    else
+        vidmm_flush(p, n, VIDMM_FLUSH_WRITEBACK);
+    dev->st.cache_flushes++;
+}
+
+static void fill_residency(const struct vm_alloc *a, struct vidmm_residency *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!a->seg)
+        return;
+    r->segment_id = a->seg->id;
+    r->offset = a->offset;
+    r->gpu_address = a->seg->base_address + a->offset;
+    r->cpu = a->seg->cpu + a->offset;
+}
+
+/* Check a list: handles, flags, instance order (spec 15.18). Nothing changes. */
+static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count)
+{
+    uint32_t tag = ++dev->tag;
+    for (uint32_t i = 0; i < count; i++) {
+        if (refs[i].flags & ~(VIDMM_REF_WRITE | VIDMM_REF_DO_NOT_RETIRE))
+            return VIDMM_E_INVALID_ARG;
+        if (!vm_lookup(dev, refs[i].allocation))
+            return VIDMM_E_INVALID_ARG;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        struct vm_group *g = a->g;
+        if (g->tag != tag) {
+            g->tag = tag;
+            g->seen_seq = a->seq;
+        } else if (a->seq < g->seen_seq) {
+            return VIDMM_E_INVALID_INSTANCE; /* an older instance after a newer one */
+        } else {
+            g->seen_seq = a->seq;
+        }
+    }
+    return 0;
+}
+
+/* Place every listed allocation; 'fence' 0 = make-resident only. */
+static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
+                     uint64_t *last_paging)
+{
+    const uint32_t tag = ++dev->tag;
+    for (uint32_t i = 0; i < count; i++)
+        vm_lookup(dev, refs[i].allocation)->tag = tag; /* none of them evicts another */
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        bool write = false;
+        for (uint32_t j = 0; j < count; j++)
+            if (refs[j].allocation == refs[i].allocation && (refs[j].flags & VIDMM_REF_WRITE))
+                write = true;
+        unsigned use = write ? VM_USE_WRITE : VM_USE_READ;
+        if (a->lock_count) {
+            /* Rendering with a locked allocation (spec 6.4, 15.17). Its CPU pointer must stay
+             * valid: content in the backing store may only be used through an aperture;
+             * content in a CPU-visible memory segment stays where the pointer is, if the
+             * allocation could have gone to an aperture (see the note in README). */
+            uint32_t set = write ? a->g->desc.supported_write_set : a->g->desc.supported_read_set;
+            if (!has_aperture(dev, set))
+                return VIDMM_E_CANT_RENDER_LOCKED;
+            if (a->where == VIDMM_WHERE_SEGMENT) {
+                vm_touch(dev, a);
+                continue;
+            }
+            use |= VM_USE_APERTURE_ONLY;
+        }
+        int err = vm_make_resident(dev, a, use, donot_wait);
+        if (err)
+            return err;
+        if (a->paging_fence > *last_paging)
+            *last_paging = a->paging_fence;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        if (a->paging_fence > *last_paging)
+            *last_paging = a->paging_fence;
+    }
+    return 0;
+}
+
+int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, uint32_t flags,
+                 struct vidmm_residency *where, uint64_t *fence)
+{
+    if (!dev || !refs || count == 0 || count > VM_MAX_REFS || (flags & ~VIDMM_SUBMIT_DONOT_WAIT))
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+    uint64_t last = 0;
+    if (!err)
+        err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, &last);
+    if (!err)
+        err = vm_wait_paging_locked(dev, last);
+    if (!err && dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    /* Every referenced allocation may have moved while this thread waited: check again. */
+    for (uint32_t i = 0; !err && i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        if (!a)
+            err = VIDMM_E_INVALID_ARG;
+        else if (a->where != VIDMM_WHERE_SEGMENT && a->where != VIDMM_WHERE_APERTURE)
+            err = VIDMM_E_NO_VIDEO_MEMORY;
+    }
+    if (err) {
+        pthread_mutex_unlock(&dev->mu);
+        return err;
+    }
+    const uint64_t f = ++dev->fence_issued;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        const bool cached = (a->g->desc.flags & VIDMM_ALLOC_CACHED) != 0;
+        if (cached && a->cpu_wrote && noncoherent(a)) {
+            cache_flush(dev, vm_content_ptr(dev, a), (size_t)a->g->size); /* CPU writes reach the GPU */
+            a->cpu_wrote = false;
+        }
+        a->read_fence = f;
+        if (refs[i].flags & VIDMM_REF_WRITE) {
+            a->write_fence = f;
+            a->dirty = true;
+            if (cached && noncoherent(a))
+                a->gpu_wrote = true;
+        }
+        vm_touch(dev, a);
+        if (where)
+            fill_residency(a, &where[i]);
+    }
+    dev->st.submissions++;
+    if (fence)
+        *fence = f;
+    pthread_mutex_unlock(&dev->mu);
+    return 0;
+}
+
+int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, struct vidmm_residency *where)
+{
+    if (!dev || !handles || count == 0 || count > VM_MAX_REFS)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_alloc_ref small[16], *refs = count <= 16 ? small : malloc(sizeof *refs * count);
+    if (!refs)
+        return VIDMM_E_NO_MEMORY;
+    for (uint32_t i = 0; i < count; i++) {
+        refs[i].allocation = handles[i];
+        refs[i].flags = 0;
+    }
+    pthread_mutex_lock(&dev->mu);
+    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+    uint64_t last = 0;
+    if (!err)
+        err = place_all(dev, refs, count, false, &last);
+    if (!err)
+        err = vm_wait_paging_locked(dev, last);
+    for (uint32_t i = 0; !err && where && i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, handles[i]);
+        if (a)
+            fill_residency(a, &where[i]);
+    }
+    pthread_mutex_unlock(&dev->mu);
+    if (refs != small)
+        free(refs);
+    return err;
+}
+
+int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n, bool write)
+{
+    if (!dev || (!buf && n))
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    struct vm_alloc *a = vm_lookup(dev, h);
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!a || offset > a->g->size || a->g->size - offset < n)
+        err = VIDMM_E_INVALID_ARG;
+    if (!err)
+        err = vm_wait_paging_locked(dev, a->paging_fence);
+    if (!err && (a = vm_lookup(dev, h)) == NULL)
+        err = VIDMM_E_INVALID_ARG;
+    if (err || n == 0)
+        goto out;
+    if (a->where == VIDMM_WHERE_NONE) {
+        if (!write) {
+            /* No content yet: it is the fill pattern. */
+            uint32_t pat = a->g->desc.fill_pattern;
+            uint8_t *b = buf;
+            for (size_t i = 0; i < n; i++)
+                b[i] = (uint8_t)(pat >> (8 * ((offset + i) & 3)));
+            goto out;
+        }
+        if ((err = vm_backing_ensure(dev, a)) != 0)
+            goto out;
+        if (a->g->desc.fill_pattern)
+            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
+        a->backing_valid = true;
+        a->where = VIDMM_WHERE_SYSMEM;
+    }
+    uint8_t *p = vm_content_ptr(dev, a) + offset;
+    if (write) {
+        memcpy(p, buf, n);
+        if (a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE)
+            a->dirty = true;
+    } else {
+        memcpy(buf, p, n);
+    }
+out:
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_invalidate_cache(vidmm_device *dev, vidmm_handle h, uint64_t offset, uint64_t n)
+{
+    if (!dev)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    struct vm_alloc *a = vm_lookup(dev, h);
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!a || offset > a->g->size || a->g->size - offset < n)
+        err = VIDMM_E_INVALID_ARG;
+    if (!err && n) {
+        uint8_t *p = vm_content_ptr(dev, a);
+        if (p) {
+            if (dev->drv.invalidate_cpu_cache)
+                dev->drv.invalidate_cpu_cache(dev->drv.arg, p + offset, (size_t)n);
+            else
+                vidmm_flush(p + offset, (size_t)n, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
+            dev->st.cache_invalidates++;
+        }
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}

@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: MIT
+# tests/engine/os.cmake - the suite of the engine's OS layer (lib/engine/os/os.h), included from
+# tests/CMakeLists.txt after vidmm_add_test_exe() is defined. The os.h functions are internal
+# (hidden in libvidmm.so), so the suite links the static library and includes from lib/.
+vidmm_add_test_exe(test_os engine/test_os.c)
+target_include_directories(test_os PRIVATE ${PROJECT_SOURCE_DIR}/lib)
+add_test(NAME test_os COMMAND test_os --short-filename)
+vidmm_set_test_props(test_os "engine")
+# The suite may raise the 2 MiB nr_hugepages when run as root (and restores it at the end): any
+# other test that reads or changes the huge page pool takes the same lock, so CTest never runs
+# them at the same time.
+set_tests_properties(test_os PROPERTIES RESOURCE_LOCK vidmm_hugepages)
