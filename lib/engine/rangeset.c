@@ -228,9 +228,17 @@ static uint64_t fit_in(const struct vmr_node *n, uint64_t lo, uint64_t hi, uint6
     return a >= b ? a : UINT64_MAX;
 }
 
+static _Thread_local size_t visits;
+
+size_t vmr_last_visits(void)
+{
+    return visits;
+}
+
 static uint64_t find_low(const struct vmr_node *t, uint64_t lo, uint64_t hi, uint64_t len, uint64_t align)
 {
     while (t && t->max >= len) {
+        visits++;
         /* Blocks on the left end before t starts: none reaches past lo unless t starts past it. */
         if (t->start > lo && t->l && t->l->max >= len) {
             uint64_t r = find_low(t->l, lo, hi, len, align);
@@ -250,6 +258,7 @@ static uint64_t find_low(const struct vmr_node *t, uint64_t lo, uint64_t hi, uin
 static uint64_t find_high(const struct vmr_node *t, uint64_t lo, uint64_t hi, uint64_t len, uint64_t align)
 {
     while (t && t->max >= len) {
+        visits++;
         /* Blocks on the right start after t ends: none starts below hi unless t ends below it. */
         if (t->start + t->len < hi && t->r && t->r->max >= len) {
             uint64_t r = find_high(t->r, lo, hi, len, align);
@@ -271,6 +280,7 @@ bool vmr_find(const struct vmr_set *s, uint64_t lo, uint64_t hi, uint64_t len, u
 {
     if (len == 0 || align == 0 || (align & (align - 1)) || hi > s->size || lo >= hi || hi - lo < len)
         return false;
+    visits = 0;
     uint64_t r = top_down ? find_high(s->root, lo, hi, len, align) : find_low(s->root, lo, hi, len, align);
     if (r == UINT64_MAX)
         return false;

@@ -47,6 +47,10 @@ int vmr_give(struct vmr_set *s, uint64_t start, uint64_t len);
 /* vmr_largest() returns the size of the largest free block (0 when full). */
 uint64_t vmr_largest(const struct vmr_set *s);
 
+/* vmr_last_visits() returns how many tree nodes the calling thread's last vmr_find() visited
+ * (the tests check that placement does not scan). */
+size_t vmr_last_visits(void);
+
 /* vmr_is_free() tells whether [start, start + len) lies wholly inside one free block. */
 bool vmr_is_free(const struct vmr_set *s, uint64_t start, uint64_t len);
 
