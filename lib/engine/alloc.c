@@ -279,12 +279,19 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
     /* Paging already queued for any instance must finish before its memory is reused. */
     for (;;) {
         uint64_t last = 0;
-        for (uint32_t k = 0; k < g->ninst; k++)
+        bool held = false;
+        for (uint32_t k = 0; k < g->ninst; k++) {
             if (g->inst[k]->paging_fence > last)
                 last = g->inst[k]->paging_fence;
-        if (last <= dev->paging_done)
+            held |= g->inst[k]->hold != 0;
+        }
+        if (last <= dev->paging_done && !held)
             break;
-        vm_wait_paging_locked(dev, last);
+        /* Another thread is in the middle of placing or locking it (misuse, but no crash). */
+        if (last <= dev->paging_done)
+            pthread_cond_wait(&dev->paging_cv, &dev->mu);
+        else
+            vm_wait_paging_locked(dev, last);
         if (vm_lookup(dev, h) != a) { /* destroyed meanwhile by another thread */
             pthread_mutex_unlock(&dev->mu);
             return VIDMM_E_INVALID_ARG;

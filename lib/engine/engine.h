@@ -87,7 +87,7 @@ struct vm_alloc {
     uint64_t read_fence, write_fence; /* last submission fences that read / wrote it */
     uint64_t paging_fence;      /* last paging operation that touches it */
     uint64_t lru;               /* last use, device clock */
-    uint32_t tag;               /* submission being planned that references it */
+    uint32_t hold;              /* calls placing or locking it right now: not a victim */
     uint64_t seq;               /* when it became its group's current instance */
     /* locks */
     uint32_t lock_count;

@@ -477,6 +477,7 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
     }
     uint8_t *ptr = NULL;
     uint32_t mode = VM_LOCK_DIRECT;
+    a->hold++; /* no victim while this lock places it and waits for its paging */
     if (f & VIDMM_LOCK_USE_ALTERNATE_VA) {
         err = lock_altva(dev, a, args, &ptr);
         mode = VM_LOCK_ALTVA;
@@ -485,9 +486,11 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
     } else {
         err = lock_direct(dev, a, args, &ptr);
     }
+    if (!err)
+        err = vm_wait_paging_locked(dev, a->paging_fence);
+    if (--a->hold == 0)
+        pthread_cond_broadcast(&dev->paging_cv); /* a destroy may be waiting for it */
     if (err)
-        goto out;
-    if ((err = vm_wait_paging_locked(dev, a->paging_fence)) != 0)
         goto out;
     if (dev->removed) {
         err = VIDMM_E_DEVICE_REMOVED;

@@ -316,7 +316,7 @@ static int victim_cmp(const void *x, const void *y)
 
 static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const struct vm_alloc *placing)
 {
-    if (a == placing || a->pinned || a->lock_count || a->tag == dev->tag)
+    if (a == placing || a->pinned || a->lock_count || a->hold)
         return false;
     if (a->range >= 0 && dev->ranges[a->range].active)
         return false;

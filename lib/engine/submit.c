@@ -66,13 +66,23 @@ static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
     return 0;
 }
 
-/* Place every listed allocation; 'fence' 0 = make-resident only. */
+/* hold()/release(): the listed allocations are no victims while a call places them, waits for
+ * their paging and issues its fence - neither for each other nor for other threads. */
+static void hold(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, int d)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        if (a)
+            a->hold += (uint32_t)d;
+    }
+    if (d < 0)
+        pthread_cond_broadcast(&dev->paging_cv); /* a destroy may be waiting for them */
+}
+
+/* Place every listed allocation (held by the caller). */
 static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
                      uint64_t *last_paging)
 {
-    const uint32_t tag = ++dev->tag;
-    for (uint32_t i = 0; i < count; i++)
-        vm_lookup(dev, refs[i].allocation)->tag = tag; /* none of them evicts another */
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         bool write = false;
@@ -116,10 +126,15 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     pthread_mutex_lock(&dev->mu);
     int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
     uint64_t last = 0;
-    if (!err)
-        err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, &last);
+    if (err) {
+        pthread_mutex_unlock(&dev->mu);
+        return err;
+    }
+    hold(dev, refs, count, 1);
+    err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, &last);
     if (!err)
         err = vm_wait_paging_locked(dev, last);
+    hold(dev, refs, count, -1);
     if (!err && dev->removed)
         err = VIDMM_E_DEVICE_REMOVED;
     /* Every referenced allocation may have moved while this thread waited: check again. */
@@ -174,10 +189,13 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
     pthread_mutex_lock(&dev->mu);
     int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
     uint64_t last = 0;
-    if (!err)
+    if (!err) {
+        hold(dev, refs, count, 1);
         err = place_all(dev, refs, count, false, &last);
-    if (!err)
-        err = vm_wait_paging_locked(dev, last);
+        if (!err)
+            err = vm_wait_paging_locked(dev, last);
+        hold(dev, refs, count, -1);
+    }
     for (uint32_t i = 0; !err && where && i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, handles[i]);
         if (a)
