@@ -122,6 +122,8 @@ bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only
 void vm_touch(vidmm_device *dev, struct vm_alloc *a)
 {
     a->lru = ++dev->clock;
+    if (a->seg)
+        vm_res_touch(a->seg, a);
 }
 
 struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
@@ -288,9 +290,11 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
         if (last <= dev->paging_done && !held)
             break;
         /* Another thread is in the middle of placing or locking it (misuse, but no crash). */
-        if (last <= dev->paging_done)
+        if (last <= dev->paging_done) {
+            dev->hold_waiters++;
             pthread_cond_wait(&dev->paging_cv, &dev->mu);
-        else
+            dev->hold_waiters--;
+        } else
             vm_wait_paging_locked(dev, last);
         if (vm_lookup(dev, h) != a) { /* destroyed meanwhile by another thread */
             pthread_mutex_unlock(&dev->mu);
@@ -352,8 +356,13 @@ int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uin
         if (!vm_lookup(dev, handles[i]))
             err = VIDMM_E_INVALID_ARG;
     /* Applied at once, to every instance (they share the group), spec 5 / 15.19. */
-    for (uint32_t i = 0; !err && i < count; i++)
-        vm_lookup(dev, handles[i])->g->priority = priorities[i];
+    for (uint32_t i = 0; !err && i < count; i++) {
+        struct vm_group *g = vm_lookup(dev, handles[i])->g;
+        g->priority = priorities[i];
+        for (uint32_t k = 0; k < g->ninst; k++)
+            if (g->inst[k]->seg)
+                vm_res_reprioritise(g->inst[k]->seg, g->inst[k]);
+    }
     pthread_mutex_unlock(&dev->mu);
     return err;
 }

@@ -29,6 +29,11 @@
 
 struct vm_alloc;
 
+struct vm_bucket {
+    uint32_t prio;
+    struct vm_alloc *head, *tail;   /* least recently used first */
+};
+
 struct vm_segment {
     uint32_t id;                /* 1-based */
     uint32_t flags;             /* VIDMM_SEGMENT_* */
@@ -42,7 +47,11 @@ struct vm_segment {
     uint8_t *cpu;               /* host view of offset 0 */
     struct vmos_region mem;     /* memory segments */
     struct vmos_aperture ap;    /* aperture segments */
-    struct vm_alloc *res_head;  /* allocations in it (any order) */
+    /* Allocations in it, as eviction candidates (spec 15.4): one list per priority value,
+     * least recently used first; the lists sorted by priority. */
+    struct vm_bucket *buckets;
+    uint32_t nbuckets, cap_buckets;
+    uint64_t pinned_bytes;      /* pinned allocations in it */
 };
 
 /* One allocation as created, shared by its rename instances. */
@@ -103,7 +112,11 @@ struct vm_alloc {
     bool dirty_all_pages;
     bool cpu_wrote;             /* Cached, CPU wrote it in a non-coherent segment: flush before GPU use */
     bool gpu_wrote;             /* Cached, GPU wrote it there: invalidate before CPU use */
-    struct vm_alloc *res_prev, *res_next; /* in seg->res_head */
+    struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
+    uint32_t bucket_prio;       /* the bucket it is in */
+    bool in_bucket;
+    bool sub_write;             /* scratch of the call checking a list */
+    uint32_t sub_count;
 };
 
 struct vm_range {
@@ -163,6 +176,7 @@ struct vidmm_device {
     uint64_t paging_issued, paging_done;
     uint64_t fatal_fence;       /* the paging fence whose failure removed the device, 0 if none */
     bool executing;             /* a thread is running an operation */
+    uint32_t hold_waiters;      /* destroys waiting for holders to let go (paging_cv) */
     bool stopping;
     uint32_t nthreads;
     pthread_t threads[VM_MAX_THREADS];
@@ -193,6 +207,12 @@ struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g);
 void vm_instance_free(vidmm_device *dev, struct vm_alloc *a);
 int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a);
 void vm_touch(vidmm_device *dev, struct vm_alloc *a);
+
+/* victims.c */
+int vm_res_link(struct vm_segment *s, struct vm_alloc *a);
+void vm_res_unlink(struct vm_segment *s, struct vm_alloc *a);
+void vm_res_touch(struct vm_segment *s, struct vm_alloc *a);
+void vm_res_reprioritise(struct vm_segment *s, struct vm_alloc *a);
 
 /* place.c */
 enum vm_place_use { VM_USE_READ = 1, VM_USE_WRITE = 2, VM_USE_ANY = 3, VM_USE_MEMORY_ONLY = 4,

@@ -488,8 +488,8 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
     }
     if (!err)
         err = vm_wait_paging_locked(dev, a->paging_fence);
-    if (--a->hold == 0)
-        pthread_cond_broadcast(&dev->paging_cv); /* a destroy may be waiting for it */
+    if (--a->hold == 0 && dev->hold_waiters)
+        pthread_cond_broadcast(&dev->paging_cv); /* a destroy is waiting for it */
     if (err)
         goto out;
     if (dev->removed) {
@@ -656,11 +656,13 @@ int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
         struct vm_alloc *a = vm_lookup(dev, handles[i]);
         if (!a || a->lock_count == 0)
             err = VIDMM_E_INVALID_ARG;
-        /* The same handle listed more often than it is locked is also refused. */
-        uint32_t times = 0;
-        for (uint32_t j = 0; !err && j < count; j++)
-            times += handles[j] == handles[i];
-        if (!err && times > a->lock_count)
+        else
+            a->sub_count = 0;
+    }
+    /* The same handle listed more often than it is locked is also refused. */
+    for (uint32_t i = 0; !err && i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, handles[i]);
+        if (++a->sub_count > a->lock_count)
             err = VIDMM_E_INVALID_ARG;
     }
     for (uint32_t i = 0; !err && i < count; i++)

@@ -48,6 +48,18 @@ static bool may_be_busy(uint32_t type)
            type == VIDMM_PAGING_SPECIAL_LOCK_TRANSFER;
 }
 
+/* Paged bytes are cold: whoever uses them next (the GPU after a page-in, nobody soon after an
+ * eviction) gains nothing from having them in the cache. Streaming stores from half the L2 up:
+ * they ran 1.6x faster on 1 MiB transfers under memory pressure (10.5 -> 17 GB/s, bench
+ * engine/submit_pressure); below, ordinary stores, as the cached copy policy says. */
+#define VM_PAGING_NT_MIN (256u << 10)
+
+static const struct vidmm_kernel_opts *paging_opts(uint64_t size)
+{
+    static const struct vidmm_kernel_opts nt = { sizeof nt, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_NONTEMPORAL };
+    return size >= VM_PAGING_NT_MIN ? &nt : NULL;
+}
+
 /* The built-in executor: what the Microsoft sample drivers do (spec 15.10), with the kernels. */
 static uint32_t builtin(struct vm_pop *p, bool idle)
 {
@@ -66,11 +78,12 @@ static uint32_t builtin(struct vm_pop *p, bool idle)
             err = vidmm_deswizzle_surface(&g->layout, &g->surface, op->src_ptr, (size_t)g->size, op->dst_ptr,
                                           (size_t)g->linear_size);
         else
-            err = vidmm_copy(op->dst_ptr, op->src_ptr, (size_t)op->size, VIDMM_MEM_CACHED);
+            err = vidmm_copy_ex(op->dst_ptr, op->src_ptr, (size_t)op->size, VIDMM_MEM_CACHED, paging_opts(op->size));
         return err ? 0xC01E0106u /* STATUS_GRAPHICS_ALLOCATION_INVALID */ : VIDMM_STATUS_SUCCESS;
     }
     case VIDMM_PAGING_FILL:
-        return vidmm_fill32(op->dst_ptr, op->fill_pattern, (size_t)op->size, VIDMM_MEM_CACHED)
+        return vidmm_fill32_ex(op->dst_ptr, op->fill_pattern, (size_t)op->size, VIDMM_MEM_CACHED,
+                               paging_opts(op->size))
                    ? 0xC01E0106u : VIDMM_STATUS_SUCCESS;
     default:
         return VIDMM_STATUS_SUCCESS; /* discard: nothing; map / unmap: done by the engine */

@@ -35,26 +35,6 @@ static struct vidmm_location seg_loc(const struct vm_segment *s, uint64_t off)
 
 static const struct vidmm_location sys_loc = { 0, 0 };
 
-static void res_link(struct vm_segment *s, struct vm_alloc *a)
-{
-    a->res_prev = NULL;
-    a->res_next = s->res_head;
-    if (s->res_head)
-        s->res_head->res_prev = a;
-    s->res_head = a;
-}
-
-static void res_unlink(struct vm_segment *s, struct vm_alloc *a)
-{
-    if (a->res_prev)
-        a->res_prev->res_next = a->res_next;
-    else
-        s->res_head = a->res_next;
-    if (a->res_next)
-        a->res_next->res_prev = a->res_prev;
-    a->res_prev = a->res_next = NULL;
-}
-
 static void pop_init(struct vm_pop *p, uint32_t type, struct vm_alloc *a)
 {
     memset(p, 0, sizeof *p);
@@ -137,7 +117,7 @@ static void take_space(vidmm_device *dev, struct vm_alloc *a, struct vm_segment 
     s->count++;
     if (s->aperture)
         dev->aperture_committed += len;
-    res_link(s, a);
+    vm_res_link(s, a); /* without memory for it: never a victim, still correct */
 }
 
 static void give_space(vidmm_device *dev, struct vm_alloc *a)
@@ -148,7 +128,7 @@ static void give_space(vidmm_device *dev, struct vm_alloc *a)
     s->count--;
     if (s->aperture)
         dev->aperture_committed -= a->space;
-    res_unlink(s, a);
+    vm_res_unlink(s, a);
     a->seg = NULL;
     a->offset = 0;
     a->space = 0;
@@ -295,25 +275,6 @@ static bool aperture_commit_ok(const vidmm_device *dev, const struct vm_segment 
     return !dev->aperture_commit_limit || dev->aperture_committed + len <= dev->aperture_commit_limit;
 }
 
-struct victim {
-    struct vm_alloc *a;
-    uint32_t cls;               /* 0 ordinary, 1 busy, 2 MAXIMUM priority (soft-pinned) */
-    uint32_t prio;
-    uint64_t lru;
-};
-
-static int victim_cmp(const void *x, const void *y)
-{
-    const struct victim *p = x, *q = y;
-    if (p->cls != q->cls)
-        return p->cls < q->cls ? -1 : 1;
-    if (p->prio != q->prio)
-        return p->prio < q->prio ? -1 : 1;
-    if (p->lru != q->lru)
-        return p->lru < q->lru ? -1 : 1;
-    return p->a->handle < q->a->handle ? -1 : 1;
-}
-
 static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const struct vm_alloc *placing)
 {
     if (a == placing || a->pinned || a->lock_count || a->hold)
@@ -323,65 +284,55 @@ static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const s
     return true;
 }
 
-/* make_room() evicts from 's', lowest priority then least recently used first (busy ones and
- * MAXIMUM priority last), until 'w' fits. Returns 0 with '*off', or an error: NO_VIDEO_MEMORY,
- * CANT_EVICT_PINNED (only pinned or locked allocations stand in the way), BUSY (donot_wait and
- * a busy one would have to go), NO_MEMORY. */
+/* make_room() evicts from 's' until 'w' fits, in the order of spec 15.4: lowest priority
+ * first, least recently used first; allocations the GPU still uses (busy) only after every
+ * idle one of priority below MAXIMUM, and MAXIMUM ("soft-pinned") last of all. Returns 0 with
+ * '*off', or NO_VIDEO_MEMORY, CANT_EVICT_PINNED (pinned or locked allocations stand in the
+ * way), BUSY (donot_wait and a busy one would have to go), NO_MEMORY. */
 static int make_room(vidmm_device *dev, struct vm_segment *s, struct vm_alloc *a, const struct want *w,
                      bool first_pref, bool donot_wait, uint64_t *off)
 {
-    size_t n = 0;
-    uint64_t movable = 0, fixed = 0;
-    for (struct vm_alloc *v = s->res_head; v; v = v->res_next) {
-        if (evictable(dev, v, a)) {
-            n++;
-            movable += v->space;
-        } else if (v != a) {
-            fixed += v->space;
+    const uint64_t freeb = s->size - s->used;
+    if (w->hi - w->lo < w->len)
+        return VIDMM_E_NO_VIDEO_MEMORY;
+    if (freeb + (s->used - s->pinned_bytes) < w->len)
+        return s->pinned_bytes && freeb + s->used >= w->len ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
+    bool blocked = false;
+    for (int pass = 0; pass < 3; pass++) {
+        for (uint32_t bi = 0; bi < s->nbuckets;) {
+            const uint32_t prio = s->buckets[bi].prio;
+            if ((prio >= VIDMM_PRIORITY_MAXIMUM) != (pass == 2)) {
+                bi++;
+                continue;
+            }
+            bool bucket_gone = false;
+            for (struct vm_alloc *v = s->buckets[bi].head, *next; v; v = next) {
+                next = v->res_next;
+                if (!evictable(dev, v, a)) {
+                    blocked |= v != a;
+                    continue;
+                }
+                const bool busy = vm_busy(dev, v, false);
+                if ((pass == 0 && busy) || (pass == 1 && !busy))
+                    continue;
+                if (donot_wait && busy)
+                    return VIDMM_E_BUSY;
+                const uint32_t nb = s->nbuckets;
+                int err = vm_evict_one(dev, v, false, false);
+                if (err)
+                    return err;
+                if (find_space(s, a, w, first_pref, off))
+                    return 0;
+                if (s->nbuckets != nb) { /* v was the last of its bucket, which went */
+                    bucket_gone = true;
+                    break;
+                }
+            }
+            if (!bucket_gone)
+                bi++;
         }
     }
-    uint64_t window = w->hi - w->lo;
-    uint64_t freeb = s->size - s->used;
-    if (freeb + movable < w->len || window < w->len) {
-        /* Even evicting everything evictable cannot make room. Pinned or locked allocations are
-         * to blame only if, without them too, it would fit. */
-        bool pinned_blocks = fixed && freeb + movable + fixed >= w->len && window >= w->len;
-        return pinned_blocks ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
-    }
-    struct victim *vs = malloc(sizeof *vs * (n ? n : 1));
-    if (!vs)
-        return VIDMM_E_NO_MEMORY;
-    size_t k = 0;
-    for (struct vm_alloc *v = s->res_head; v; v = v->res_next) {
-        if (!evictable(dev, v, a))
-            continue;
-        vs[k].a = v;
-        vs[k].cls = v->g->priority >= VIDMM_PRIORITY_MAXIMUM ? 2 : vm_busy(dev, v, false) ? 1 : 0;
-        vs[k].prio = v->g->priority;
-        vs[k].lru = v->lru;
-        k++;
-    }
-    qsort(vs, n, sizeof *vs, victim_cmp);
-    int err = VIDMM_E_NO_VIDEO_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        if (donot_wait && vs[i].cls == 1) {
-            err = VIDMM_E_BUSY;
-            break;
-        }
-        int e = vm_evict_one(dev, vs[i].a, false, false);
-        if (e) {
-            err = e;
-            break;
-        }
-        if (find_space(s, a, w, first_pref, off)) {
-            err = 0;
-            break;
-        }
-    }
-    if (err == VIDMM_E_NO_VIDEO_MEMORY && fixed)
-        err = VIDMM_E_CANT_EVICT_PINNED;
-    free(vs);
-    return err;
+    return blocked ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
 }
 
 /* Candidate segments in order: SegmentId0..4 (to the first 0), then the rest by ID. */

@@ -75,20 +75,22 @@ static void hold(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         if (a)
             a->hold += (uint32_t)d;
     }
-    if (d < 0)
-        pthread_cond_broadcast(&dev->paging_cv); /* a destroy may be waiting for them */
+    if (d < 0 && dev->hold_waiters)
+        pthread_cond_broadcast(&dev->paging_cv); /* a destroy is waiting for them */
 }
 
 /* Place every listed allocation (held by the caller). */
 static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
                      uint64_t *last_paging)
 {
+    /* An allocation listed twice is one reference, a write if either is. */
+    for (uint32_t i = 0; i < count; i++)
+        vm_lookup(dev, refs[i].allocation)->sub_write = false;
+    for (uint32_t i = 0; i < count; i++)
+        vm_lookup(dev, refs[i].allocation)->sub_write |= (refs[i].flags & VIDMM_REF_WRITE) != 0;
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
-        bool write = false;
-        for (uint32_t j = 0; j < count; j++)
-            if (refs[j].allocation == refs[i].allocation && (refs[j].flags & VIDMM_REF_WRITE))
-                write = true;
+        const bool write = a->sub_write;
         unsigned use = write ? VM_USE_WRITE : VM_USE_READ;
         if (a->lock_count) {
             /* Rendering with a locked allocation (spec 6.4, 15.17). Its CPU pointer must stay
