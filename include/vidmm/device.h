@@ -285,8 +285,9 @@ struct vidmm_alloc_desc {
 };
 
 /* vidmm_alloc_create() validates 'desc' (spec 15.2) and creates an allocation. It is placed
- * nowhere yet: the first submission, lock or make-resident places it. Its content starts as
- * 'fill_pattern' repeated. Returns: 0 with '*out' set, VIDMM_E_INVALID_ARG (a rule of spec
+ * nowhere yet: the first submission or make-resident places it in a segment (a lock before
+ * that gives its system-memory backing store, as WDDM locks a non-resident allocation). Its
+ * content starts as 'fill_pattern' repeated. Returns: 0 with '*out' set, VIDMM_E_INVALID_ARG (a rule of spec
  * 15.2 broken), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out);
 
@@ -374,7 +375,10 @@ struct vidmm_residency {
                                          allocation the placement needs to move */
 
 /* vidmm_submit() makes every listed allocation resident (placing and evicting as spec 15.3-5
- * say; locked ones per spec 15.17), waits for the paging that needs, marks written ones dirty,
+ * say; locked ones per spec 15.17: one whose content is in its backing store is used through
+ * an aperture segment of its set, and one locked in place in a CPU-visible memory segment
+ * stays there - the lock's pointer must stay valid and segment memory cannot be remapped under
+ * it; without an aperture segment in its set either way VIDMM_E_CANT_RENDER_LOCKED), waits for the paging that needs, marks written ones dirty,
  * and returns in '*fence' a fence value the caller (the GPU) signals once it has executed the
  * work. 'where' (may be NULL) receives one entry per reference. An allocation listed twice is
  * one reference (write if either is). Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or

@@ -275,6 +275,15 @@ static bool aperture_commit_ok(const vidmm_device *dev, const struct vm_segment 
     return !dev->aperture_commit_limit || dev->aperture_committed + len <= dev->aperture_commit_limit;
 }
 
+/* Room for 'w' in 's': free space, and for an aperture the commit it would take. */
+static bool fits(const vidmm_device *dev, const struct vm_segment *s, const struct vm_alloc *a, const struct want *w,
+                 bool first_pref, uint64_t *off)
+{
+    if (s->aperture && !aperture_commit_ok(dev, s, w->len))
+        return false;
+    return find_space(s, a, w, first_pref, off);
+}
+
 static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const struct vm_alloc *placing)
 {
     if (a == placing || a->pinned || a->lock_count || a->hold)
@@ -309,7 +318,7 @@ static int make_room(vidmm_device *dev, struct vm_segment *s, struct vm_alloc *a
             for (struct vm_alloc *v = s->buckets[bi].head, *next; v; v = next) {
                 next = v->res_next;
                 if (!evictable(dev, v, a)) {
-                    blocked |= v != a;
+                    blocked |= v->pinned || v->lock_count; /* not the caller's own list */
                     continue;
                 }
                 const bool busy = vm_busy(dev, v, false);
@@ -321,7 +330,7 @@ static int make_room(vidmm_device *dev, struct vm_segment *s, struct vm_alloc *a
                 int err = vm_evict_one(dev, v, false, false);
                 if (err)
                     return err;
-                if (find_space(s, a, w, first_pref, off))
+                if (fits(dev, s, a, w, first_pref, off))
                     return 0;
                 if (s->nbuckets != nb) { /* v was the last of its bucket, which went */
                     bucket_gone = true;
@@ -521,9 +530,7 @@ int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool d
             bool first = ids[i] == first_pref;
             uint64_t off;
             if (s->aperture) {
-                if (!aperture_commit_ok(dev, s, w.len))
-                    continue; /* commit is not freed by evicting others here */
-                if (pass == 0 && !find_space(s, a, &w, first, &off))
+                if (pass == 0 && !fits(dev, s, a, &w, first, &off))
                     continue;
                 if (pass == 1) {
                     int e = make_room(dev, s, a, &w, first, donot_wait, &off);

@@ -81,7 +81,7 @@ static void hold(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
 
 /* Place every listed allocation (held by the caller). */
 static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
-                     uint64_t *last_paging)
+                     bool any_set, uint64_t *last_paging)
 {
     /* An allocation listed twice is one reference, a write if either is. */
     for (uint32_t i = 0; i < count; i++)
@@ -91,13 +91,15 @@ static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         const bool write = a->sub_write;
-        unsigned use = write ? VM_USE_WRITE : VM_USE_READ;
+        /* A submission's reference reads or writes; a make-resident may use either set. */
+        unsigned use = any_set ? VM_USE_ANY : write ? VM_USE_WRITE : VM_USE_READ;
         if (a->lock_count) {
             /* Rendering with a locked allocation (spec 6.4, 15.17). Its CPU pointer must stay
              * valid: content in the backing store may only be used through an aperture;
              * content in a CPU-visible memory segment stays where the pointer is, if the
              * allocation could have gone to an aperture (see the note in README). */
-            uint32_t set = write ? a->g->desc.supported_write_set : a->g->desc.supported_read_set;
+            uint32_t set = any_set ? a->g->supported : write ? a->g->desc.supported_write_set
+                                                             : a->g->desc.supported_read_set;
             if (!has_aperture(dev, set))
                 return VIDMM_E_CANT_RENDER_LOCKED;
             if (a->where == VIDMM_WHERE_SEGMENT) {
@@ -133,7 +135,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         return err;
     }
     hold(dev, refs, count, 1);
-    err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, &last);
+    err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, false, &last);
     if (!err)
         err = vm_wait_paging_locked(dev, last);
     hold(dev, refs, count, -1);
@@ -193,7 +195,7 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
     uint64_t last = 0;
     if (!err) {
         hold(dev, refs, count, 1);
-        err = place_all(dev, refs, count, false, &last);
+        err = place_all(dev, refs, count, false, true, &last);
         if (!err)
             err = vm_wait_paging_locked(dev, last);
         hold(dev, refs, count, -1);
