@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* bench_engine.c: the video memory manager's cases (engine/...), added once, after the sizes. */
+void b_engine_cases(void);
+
 static void help(void)
 {
     fputs("vidmm_bench - vidmm's benchmark suite (Google Benchmark behind a C shim)\n"
@@ -24,7 +27,8 @@ static void help(void)
           "        quick (default): every case, --benchmark_min_time=0.05, 5 repetitions,\n"
           "          random interleaving, CLFLUSH only up to 4 MiB; swizzle: the named backends\n"
           "          on 4 MiB surfaces of 4-byte elements, everything else at AUTO, no boxes of\n"
-          "          16-byte elements (bench/bench_swizzle.c). ~3.5 minutes on 2 cores.\n"
+          "          16-byte elements (bench/bench_swizzle.c); the engine cases\n"
+          "          (bench/bench_engine.c, ~10 s). ~3.7 minutes on 2 cores.\n"
           "        full: every case, --benchmark_min_time=0.5, 5 repetitions, random\n"
           "          interleaving, CLFLUSH at every size.\n"
           "        targets: only the cases of the issue's target table (and their references),\n"
@@ -32,13 +36,16 @@ static void help(void)
           "  --vbench_filter=REGEX   run only cases whose name matches the POSIX extended regular\n"
           "        expression (names: path/variant/backend/bytes), plus the memcpy/memset and\n"
           "        ceiling cases they are compared with. 'swizzle|deswizzle' runs the tiling\n"
-          "        cases alone (swizzle/bl_e4/auto/4194304, deswizzle/morton_e4_box64/...).\n"
+          "        cases alone (swizzle/bl_e4/auto/4194304, deswizzle/morton_e4_box64/...);\n"
+          "        '^engine/' the video memory manager's (engine/lock_unlock/resident/65536,\n"
+          "        engine/create_destroy/live/10000, ...; bench/bench_engine.c).\n"
           "  --vbench_out_dir=DIR    where the JSON files go (default: bench-results)\n"
           "  --vbench_commit=SHA     recorded in the outputs (default: $VIDMM_BENCH_COMMIT, else\n"
           "        \"unknown\")\n"
           "Google Benchmark flags given after these override the mode's defaults (the last one\n"
           "wins); --benchmark_filter filters the same names with \"/manual_time\" appended.\n"
-          "Figures are the best repetition; ratios divide figures of the same run.\n\n",
+          "Figures are the best repetition (a target on a median says so); ratios divide figures of\n"
+          "the same run.\n\n",
           stdout);
 }
 
@@ -130,8 +137,9 @@ int main(int argc, char **argv)
          * (best of 5; a case and its references meet different moments of the machine) take
          * ~140 s, leaving room for the build within the 5 minutes of the main job. One pass was
          * too noisy there while other jobs ran: a ratio moved by 20% from run to run. The
-         * swizzle cases add ~70 s (~156 running cases; bench_swizzle.c trims the quick set):
-         * ~200 s in all. */
+         * swizzle cases add ~70 s (~156 running cases; bench_swizzle.c trims the quick set),
+         * the engine cases ~10 s (9 cases, their devices built once: bench_engine.c):
+         * ~210 s in all. */
         gargv[gargc++] = "--benchmark_min_time=0.05";
         gargv[gargc++] = "--benchmark_repetitions=5";
         gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
@@ -181,6 +189,7 @@ int main(int argc, char **argv)
         b_flush_cases(b_sizes[i]);
         b_swizzle_cases(b_sizes[i]);
     }
+    b_engine_cases();
     for (size_t i = 0; i < b_case_count(); i++) {
         struct b_case *c = b_case_at(i);
         c->ref_case = b_case_find(c->ref_name);
@@ -225,6 +234,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "vidmm_bench: no case matches\n");
         return 2;
     }
+    if (cap == 0)
+        cap = 4 * B_KiB;   /* only cases that move no bytes (engine/lock_unlock, ...) */
     if (b_buffers_alloc(cap) != 0 || b_swizzle_alloc() != 0)
         return 2;
     for (size_t i = 0; i < b_case_count(); i++) {

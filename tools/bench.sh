@@ -9,6 +9,7 @@
 #   tools/bench.sh --targets        only the target table's cases, 5 runs each (~2 min)
 #   tools/bench.sh 'copy_wc/'       quick mode, cases matching a regex (plus their references)
 #   tools/bench.sh 'swizzle|deswizzle'   the tiling cases only, with their memcpy references
+#   tools/bench.sh '^engine/'       the video memory manager cases only (~10 s), with their references
 #   tools/bench.sh -- --benchmark_min_time=0.2   any Google Benchmark flag after --
 #
 # Outputs (default build/release/bench-results/, --out DIR to change):
@@ -18,7 +19,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '3,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '3,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

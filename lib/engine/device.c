@@ -95,6 +95,7 @@ static void segment_fini(struct vm_segment *s)
         vmos_region_free(&s->mem);
     }
     vmr_destroy(&s->space);
+    free(s->buckets);
     free(s->bank_start);
     free(s->bank_end);
     memset(s, 0, sizeof *s);

@@ -117,7 +117,8 @@ static void take_space(vidmm_device *dev, struct vm_alloc *a, struct vm_segment 
     s->count++;
     if (s->aperture)
         dev->aperture_committed += len;
-    vm_res_link(s, a); /* without memory for it: never a victim, still correct */
+    a->lru = ++dev->clock; /* placing is a use: it joins its list at the tail */
+    vm_res_link(s, a);     /* without memory for it: never a victim, still correct */
 }
 
 static void give_space(vidmm_device *dev, struct vm_alloc *a)
