@@ -54,6 +54,16 @@ void t_lite_skip(const char *fmt, ...)
     exit(T_LITE_SKIP);
 }
 
+void t_lite_info(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("[INFO] ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 /* run_one() forks, runs the test body in the child under an alarm, and classifies how the
  * child ended: 0 pass, 1 fail, 2 skip. The parent never calls the library and starts no
  * thread, so fork() is safe and each test starts from the library's pristine state. */

@@ -10,7 +10,8 @@
  * cr_assert*() spellings, each test run in its own forked process (fresh library state, as
  * under Criterion), exit status 77 for a skip, a time limit per test.
  *
- * Only what tests/concurrency and tests/common use is provided. */
+ * Only what tests/concurrency, tests/common and the engine suites (tests/engine: conformance,
+ * model) use is provided. */
 #ifndef VIDMM_TESTS_T_LITE_H
 #define VIDMM_TESTS_T_LITE_H
 
@@ -30,6 +31,7 @@ void t_lite_register(struct t_lite_test *t);
  * -Wformat-zero-length would flag at every call. */
 void t_lite_check(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
 _Noreturn void t_lite_skip(const char *fmt, ...);
+void t_lite_info(const char *fmt, ...);
 
 /* Test(suite, name, .timeout = seconds): defines the body and registers it before main(). */
 #define Test(S, N, ...)                                                                            \
@@ -46,6 +48,8 @@ _Noreturn void t_lite_skip(const char *fmt, ...);
 #define cr_assert_neq(a, b, ...) t_lite_check((a) != (b), __FILE__, __LINE__, #a " != " #b, "" __VA_ARGS__)
 #define cr_assert_gt(a, b, ...) t_lite_check((a) > (b), __FILE__, __LINE__, #a " > " #b, "" __VA_ARGS__)
 #define cr_assert_geq(a, b, ...) t_lite_check((a) >= (b), __FILE__, __LINE__, #a " >= " #b, "" __VA_ARGS__)
+#define cr_assert_lt(a, b, ...) t_lite_check((a) < (b), __FILE__, __LINE__, #a " < " #b, "" __VA_ARGS__)
+#define cr_assert_leq(a, b, ...) t_lite_check((a) <= (b), __FILE__, __LINE__, #a " <= " #b, "" __VA_ARGS__)
 #define cr_assert_null(p, ...) t_lite_check((p) == NULL, __FILE__, __LINE__, #p " == NULL", "" __VA_ARGS__)
 #define cr_assert_not_null(p, ...) t_lite_check((p) != NULL, __FILE__, __LINE__, #p " != NULL", "" __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...)                                                                   \
@@ -53,5 +57,7 @@ _Noreturn void t_lite_skip(const char *fmt, ...);
                  "" __VA_ARGS__)
 #define cr_assert_fail(...) t_lite_check(false, __FILE__, __LINE__, "failure", "" __VA_ARGS__)
 #define cr_skip_test(...) t_lite_skip("" __VA_ARGS__)
+#define cr_skip(...) t_lite_skip("" __VA_ARGS__)
+#define cr_log_info(...) t_lite_info("" __VA_ARGS__)
 
 #endif /* VIDMM_TESTS_T_LITE_H */

@@ -10,7 +10,11 @@
 #ifndef VIDMM_TESTS_T_ENGINE_H
 #define VIDMM_TESTS_T_ENGINE_H
 
-#include <criterion/criterion.h>
+#ifdef T_LITE_HARNESS
+#  include "t_lite.h" /* the ThreadSanitizer build: see tests/common/t_lite.h */
+#else
+#  include <criterion/criterion.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

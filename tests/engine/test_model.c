@@ -14,7 +14,11 @@
  * Variants: the built-in executor with 0, 1 and 2 paging threads; a driver paging callback
  * that injects INSUFFICIENT_DMA_BUFFER and ALLOCATION_BUSY answers at random (faults the
  * engine must retry through without losing a byte). VIDMM_TEST_SEED replays a failure. */
-#include <criterion/criterion.h>
+#ifdef T_LITE_HARNESS
+#  include "t_lite.h" /* the ThreadSanitizer build: see tests/common/t_lite.h */
+#else
+#  include <criterion/criterion.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
