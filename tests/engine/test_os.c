@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <hugetlbfs.h>
 #include "t_helpers.h"
+#include "t_hugepool.h"
 #include "engine/os/os.h"
 
 #define T_TIMEOUT 120
@@ -35,7 +36,6 @@
 /* Pages the runner makes sure are free: the region tests hold at most 3 at a time, and the
  * libhugetlbfs, hugetlb and availability tests may run at once. */
 #define T_POOL_PAGES 16
-#define T_POOL_DIR "/sys/kernel/mm/hugepages/hugepages-2048kB/"
 
 #ifndef MAP_HUGE_SHIFT
 #  define MAP_HUGE_SHIFT 26
@@ -53,37 +53,8 @@ static size_t pg(void)
  * Host facts, read independently of the library
  * ------------------------------------------------------------------------------------------- */
 
-static long read_long(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long v = -1;
-    if (fscanf(f, "%ld", &v) != 1)
-        v = -1;
-    fclose(f);
-    return v;
-}
 
-static bool write_long(const char *path, long v)
-{
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return false;
-    bool ok = fprintf(f, "%ld", v) > 0;
-    return fclose(f) == 0 && ok;
-}
 
-/* Free pages of the pool of 'size' bytes nobody has reserved yet, or -1. */
-static long pool_avail(size_t size)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/free_hugepages", size >> 10);
-    long f = read_long(path);
-    snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/resv_hugepages", size >> 10);
-    long r = read_long(path);
-    return f < 0 || r < 0 ? -1 : f - r;
-}
 
 static size_t kernel_default_huge(void)
 {
@@ -190,29 +161,16 @@ static bool none_mapped(const void *p, size_t len)
  * The huge page pool, set up and restored by the runner
  * ------------------------------------------------------------------------------------------- */
 
-static long pool_saved = -1;
-
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {
     (void)set;
-    long nr = read_long(T_POOL_DIR "nr_hugepages");
-    long avail = pool_avail(HUGE_2M);
-    if (geteuid() != 0 || nr < 0 || avail < 0 || avail >= T_POOL_PAGES)
-        return;
-    if (!write_long(T_POOL_DIR "nr_hugepages", nr + (T_POOL_PAGES - avail))) {
-        fprintf(stderr, "test_os: could not raise nr_hugepages (2 MiB) from %ld\n", nr);
-        return;
-    }
-    pool_saved = nr;
-    fprintf(stderr, "test_os: nr_hugepages (2 MiB) %ld -> %ld for the huge page tests; restored at the end\n",
-            nr, read_long(T_POOL_DIR "nr_hugepages"));
+    t_pool_raise("test_os", T_POOL_PAGES);
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
     (void)stats;
-    if (pool_saved >= 0 && !write_long(T_POOL_DIR "nr_hugepages", pool_saved))
-        fprintf(stderr, "test_os: could not restore nr_hugepages (2 MiB) to %ld\n", pool_saved);
+    t_pool_restore("test_os");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -310,14 +268,14 @@ Test(region, thp, .timeout = T_TIMEOUT)
     unsetenv("VIDMM_HUGE_TIER");
     if (!thp_expected())
         cr_skip("thp tier: transparent_hugepage/enabled is [never] or this process disabled THP");
-    long pmd = read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    long pmd = t_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
     run_tier(VMOS_TIER_THP, pmd > 0 ? (size_t)pmd : HUGE_2M);
 }
 
 Test(region, hugetlb, .timeout = T_TIMEOUT, .init = cr_redirect_stderr)
 {
     unsetenv("VIDMM_HUGE_TIER");
-    long avail = pool_avail(HUGE_2M);
+    long avail = t_pool_avail(HUGE_2M);
     if (avail < 3)
         cr_skip("hugetlb tier: %ld free 2 MiB huge pages, 3 needed (run the suite as root, or "
                 "echo %d > " T_POOL_DIR "nr_hugepages)", avail, T_POOL_PAGES);
@@ -334,7 +292,7 @@ Test(region, libhugetlbfs, .timeout = T_TIMEOUT, .init = cr_redirect_stderr)
     if (page == 0)
         cr_skip("libhugetlbfs tier: %s", why);
     long need = (long)((3 * HUGE_2M + page - 1) / page);
-    long avail = pool_avail(page);
+    long avail = t_pool_avail(page);
     if (avail < need)
         cr_skip("libhugetlbfs tier: %ld free %zu kB huge pages, %ld needed (run the suite as root, or "
                 "raise /sys/kernel/mm/hugepages/hugepages-%zukB/nr_hugepages)", avail, page >> 10, need,
@@ -362,10 +320,10 @@ Test(region, fallback_is_quiet, .timeout = T_TIMEOUT, .init = cr_redirect_stderr
             continue;
         char path[128];
         snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/nr_hugepages", sizes[i] >> 10);
-        long n = read_long(path);
+        long n = t_read_long(path);
         snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/nr_overcommit_hugepages",
                  sizes[i] >> 10);
-        long o = read_long(path);
+        long o = t_read_long(path);
         if (n > 0)
             total += n;
         if (o > 0)
