@@ -124,6 +124,8 @@ void vm_touch(vidmm_device *dev, struct vm_alloc *a)
     a->lru = ++dev->clock;
     if (a->seg)
         vm_res_touch(a->seg, a);
+    else if (a->in_sysmem)
+        vm_res_touch(&dev->sysmem, a);
 }
 
 struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
@@ -152,10 +154,48 @@ struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
         a->has_backing = true;
         a->backing_valid = true;
         a->backing = g->desc.existing_memory;
-        a->where = VIDMM_WHERE_SYSMEM;
+        vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
     }
     g->inst[g->ninst++] = a;
     return a;
+}
+
+/* vm_set_where() records where the content is now. Allocations whose content sits in system
+ * memory are kept in eviction order too (dev->sysmem: priority, then least recently there), for
+ * the disk tier to pick the coldest. A placement takes an allocation off that list before it
+ * joins a segment's (take_space), as both use the same links. */
+void vm_set_where(vidmm_device *dev, struct vm_alloc *a, uint32_t where)
+{
+    if (a->where == VIDMM_WHERE_SYSMEM && where != VIDMM_WHERE_SYSMEM && a->in_sysmem)
+        vm_sysmem_unlist(dev, a);
+    if (where == VIDMM_WHERE_SYSMEM && !a->in_sysmem && !a->seg) {
+        a->lru = ++dev->clock;
+        if (vm_res_link(&dev->sysmem, a) == 0)
+            a->in_sysmem = true;
+    }
+    a->where = where;
+}
+
+void vm_sysmem_unlist(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->in_sysmem) {
+        vm_res_unlink(&dev->sysmem, a);
+        a->in_sysmem = false;
+    }
+}
+
+/* vm_materialize() gives content that exists nowhere yet (the fill pattern) a home in the
+ * system-memory backing store. */
+int vm_materialize(vidmm_device *dev, struct vm_alloc *a)
+{
+    int err = vm_backing_ensure(dev, a);
+    if (err)
+        return err;
+    if (a->g->desc.fill_pattern)
+        vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
+    a->backing_valid = true;
+    vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
+    return 0;
 }
 
 int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a)
@@ -193,6 +233,7 @@ void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
     vm_locks_drop(dev, a);
     vm_range_release_alloc(dev, a);
     vm_unplace(dev, a);
+    vm_sysmem_unlist(dev, a); /* after vm_unplace(), which may list it */
     backing_free(dev, a);
     if (a->altva)
         vmos_view_unmap(a->altva, a->altva_len);
@@ -250,16 +291,12 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
     a->pinned = (desc->flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
     if (desc->flags & VIDMM_ALLOC_PERMANENT_SYSMEM) {
         /* PermanentSysMem keeps its system-memory copy for life, valid from the start. */
-        if ((err = vm_backing_ensure(dev, a)) != 0) {
+        if ((err = vm_materialize(dev, a)) != 0) {
             vm_instance_free(dev, a);
             free(g->inst);
             free(g);
             goto out;
         }
-        if (desc->fill_pattern)
-            vidmm_fill32(a->backing, desc->fill_pattern, (size_t)g->size, VIDMM_MEM_CACHED);
-        a->backing_valid = true;
-        a->where = VIDMM_WHERE_SYSMEM;
     }
     *out = a->handle;
 out:
@@ -359,9 +396,12 @@ int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uin
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_group *g = vm_lookup(dev, handles[i])->g;
         g->priority = priorities[i];
-        for (uint32_t k = 0; k < g->ninst; k++)
+        for (uint32_t k = 0; k < g->ninst; k++) {
             if (g->inst[k]->seg)
                 vm_res_reprioritise(g->inst[k]->seg, g->inst[k]);
+            else if (g->inst[k]->in_sysmem)
+                vm_res_reprioritise(&dev->sysmem, g->inst[k]);
+        }
     }
     pthread_mutex_unlock(&dev->mu);
     return err;

@@ -142,6 +142,7 @@ static void device_free(vidmm_device *dev)
         segment_fini(&dev->seg[i]);
     for (uint32_t i = 0; i < dev->nranges; i++)
         free(dev->ranges[i].view), free(dev->ranges[i].snap);
+    free(dev->sysmem.buckets);
     if (dev->arena.base)
         vmos_arena_destroy(&dev->arena);
     vmr_destroy(&dev->arena_space);

@@ -115,6 +115,7 @@ struct vm_alloc {
     struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
     uint32_t bucket_prio;       /* the bucket it is in */
     bool in_bucket;
+    bool in_sysmem;             /* in dev->sysmem's lists */
     bool sub_write;             /* scratch of the call checking a list */
     uint32_t sub_count;
 };
@@ -155,6 +156,7 @@ struct vidmm_device {
     uint64_t aperture_commit_limit, aperture_committed;
 
     /* backing stores */
+    struct vm_segment sysmem;   /* only its lists: allocations whose content is in system memory */
     struct vmos_arena arena;
     struct vmr_set arena_space;
     uint64_t sysmem_used;
@@ -206,6 +208,9 @@ bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only
 struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g);
 void vm_instance_free(vidmm_device *dev, struct vm_alloc *a);
 int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a);
+int vm_materialize(vidmm_device *dev, struct vm_alloc *a);
+void vm_set_where(vidmm_device *dev, struct vm_alloc *a, uint32_t where);
+void vm_sysmem_unlist(vidmm_device *dev, struct vm_alloc *a);
 void vm_touch(vidmm_device *dev, struct vm_alloc *a);
 
 /* victims.c */

@@ -337,12 +337,8 @@ static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_
         if ((err = vm_evict_one(dev, a, (a->g->desc.flags & VIDMM_ALLOC_SWIZZLED) != 0, true)) != 0)
             return err;
     } else if (a->where == VIDMM_WHERE_NONE) {
-        if ((err = vm_backing_ensure(dev, a)) != 0)
+        if ((err = vm_materialize(dev, a)) != 0)
             return err;
-        if (a->g->desc.fill_pattern)
-            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
-        a->backing_valid = true;
-        a->where = VIDMM_WHERE_SYSMEM;
     }
     if (!a->altva) {
         if ((err = vm_backing_ensure(dev, a)) != 0)
@@ -390,12 +386,8 @@ static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm
     }
     switch (a->where) {
     case VIDMM_WHERE_NONE:
-        if ((err = vm_backing_ensure(dev, a)) != 0)
+        if ((err = vm_materialize(dev, a)) != 0)
             return err;
-        if (a->g->desc.fill_pattern)
-            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
-        a->backing_valid = true;
-        a->where = VIDMM_WHERE_SYSMEM;
         *ptr = a->backing;
         return 0;
     case VIDMM_WHERE_SEGMENT:

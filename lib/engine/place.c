@@ -109,6 +109,7 @@ static uint64_t space_in(const struct vm_segment *s, const struct vm_alloc *a)
 
 static void take_space(vidmm_device *dev, struct vm_alloc *a, struct vm_segment *s, uint64_t off, uint64_t len)
 {
+    vm_sysmem_unlist(dev, a); /* the list links serve the segment's list now */
     vmr_take(&s->space, off, len); /* found free by vmr_find, nodes reserved: cannot fail here */
     a->seg = s;
     a->offset = off;
@@ -142,7 +143,7 @@ void vm_unplace(vidmm_device *dev, struct vm_alloc *a)
     if (a->where == VIDMM_WHERE_APERTURE)
         emit_map(dev, a, a->seg, a->offset, false);
     give_space(dev, a);
-    a->where = a->has_backing && a->backing_valid ? VIDMM_WHERE_SYSMEM : VIDMM_WHERE_NONE;
+    vm_set_where(dev, a, a->has_backing && a->backing_valid ? VIDMM_WHERE_SYSMEM : VIDMM_WHERE_NONE);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool spe
          * aperture copy of a swizzled allocation is tiled (state 2 of spec 8.2). */
         emit_map(dev, a, a->seg, a->offset, false);
         give_space(dev, a);
-        a->where = VIDMM_WHERE_SYSMEM;
+        vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
         a->backing_valid = true;
         dev->st.evictions++;
         return 0;
@@ -201,7 +202,7 @@ int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool spe
             emit_transfer(dev, a, VIDMM_PAGING_TRANSFER, seg_loc(from, from_off), src, sys_loc, a->backing, 0);
         }
         give_space(dev, a);
-        a->where = VIDMM_WHERE_SYSMEM;
+        vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
         a->backing_valid = true;
         a->dirty = false;
         dev->st.evictions++;
@@ -218,10 +219,10 @@ int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool spe
         take_space(dev, a, ap, aoff, space_in(ap, a));
         emit_map(dev, a, ap, aoff, true);
         emit_transfer(dev, a, type, seg_loc(from, from_off), src, seg_loc(ap, aoff), ap->cpu + aoff, flags);
-        a->where = VIDMM_WHERE_APERTURE;
+        vm_set_where(dev, a, VIDMM_WHERE_APERTURE);
     } else {
         emit_transfer(dev, a, type, seg_loc(from, from_off), src, sys_loc, a->backing, flags);
-        a->where = VIDMM_WHERE_SYSMEM;
+        vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
     }
     a->evicted_swizzled = swizzled && !unswizzle;
     a->backing_valid = true;
@@ -414,7 +415,7 @@ static void page_into_memory(vidmm_device *dev, struct vm_alloc *a, struct vm_se
             a->paging_fence = vm_emit(dev, &p);
         }
     }
-    a->where = VIDMM_WHERE_SEGMENT;
+    vm_set_where(dev, a, VIDMM_WHERE_SEGMENT);
     a->evicted_swizzled = false;
     a->dirty = false; /* a fresh copy */
     if (!is_sysmem_backed(a))
@@ -452,7 +453,7 @@ static int page_into_aperture(vidmm_device *dev, struct vm_alloc *a, struct vm_s
         p.a = NULL;
         a->paging_fence = vm_emit(dev, &p);
     }
-    a->where = VIDMM_WHERE_APERTURE;
+    vm_set_where(dev, a, VIDMM_WHERE_APERTURE);
     a->backing_valid = true;
     return 0;
 }

@@ -237,12 +237,8 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
                 b[i] = (uint8_t)(pat >> (8 * ((offset + i) & 3)));
             goto out;
         }
-        if ((err = vm_backing_ensure(dev, a)) != 0)
+        if ((err = vm_materialize(dev, a)) != 0)
             goto out;
-        if (a->g->desc.fill_pattern)
-            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
-        a->backing_valid = true;
-        a->where = VIDMM_WHERE_SYSMEM;
     }
     uint8_t *p = vm_content_ptr(dev, a) + offset;
     if (write) {
