@@ -48,6 +48,26 @@ struct vidmm_kernel_ops {
      * for layouts where one row of a tile touches few lines, so few lines are open at once. */
     void (*swz_rows16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows);
+    /* Row pairs, for layouts whose address bit right above the 16-byte run is y0 (the GOB, Intel Y
+     * and Tile4, the D3D / AMD 2D tables; tiling.md 2.2): run c of rows r and r + 1 (r even) is
+     * one 32-byte granule at tile + (xo[c] ^ yo[r] ^ zoff), row r's 16 bytes first. swz_pairs16
+     * moves rows [0, 2 npairs) x runs [0, ncols) from the linear rows (row r at lin +
+     * r * row_pitch, run c at + 16 c) into the tile with ordinary stores; unswz_pairs16 the other
+     * way. Only yo[0], yo[2], ... are read. NULL in the scalar table (the reference walk). */
+    void (*swz_pairs16)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                        const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    void (*unswz_pairs16)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    /* Quads, for 8-byte runs whose next address bits are y0, then x at the run's scale (Morton with
+     * 4-byte units, tiling.md 6.1: x0 y0 x1 y1 ...): runs c, c + 1 (c even) of rows r, r + 1
+     * (r even) are one 32-byte block at tile + (xo[c] ^ yo[r] ^ zoff): row r run c, row r + 1
+     * run c, row r run c + 1, row r + 1 run c + 1. Moves rows [0, 2 npairs) x runs [0, ncols)
+     * (run c at lin + 8 c); ncols may be odd (the last run of each row pair then moves as a
+     * 16-byte granule). NULL in the scalar table. */
+    void (*swz_quads8)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                       const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    void (*unswz_quads8)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

@@ -55,4 +55,8 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .swz_tile16_nt = NULL,
     .swz_rows16_nt = NULL,
     .swz_untile16_stream = NULL,
+    .swz_pairs16 = NULL,
+    .unswz_pairs16 = NULL,
+    .swz_quads8 = NULL,
+    .unswz_quads8 = NULL,
 };

@@ -149,6 +149,41 @@ static void merge_runs(struct vidmm_swz_tiles *t)
     }
 }
 
+/* pairs16_ok() tells whether the tables describe 16-byte runs whose address bit right above the
+ * run is y0 alone, so that run c of rows r and r + 1 (r even) is one 32-byte granule (the pair
+ * kernels of kernel_ops.h): yo[r + 1] == yo[r] ^ 16 with bit 4 clear in yo[r] for every pair, and
+ * bit 4 clear in every column entry. True for the GOB, Intel Y and Tile4 and the D3D / AMD 2D
+ * tables (tiling.md 2.2, 5.2, 5.4: b4 = y0 in each); a caller's equation may differ. */
+static bool pairs16_ok(const struct vidmm_swz_tiles *t)
+{
+    if (t->run_log2 != 4 || t->th_log2 < 1)
+        return false;
+    for (unsigned c = 0; c < 1u << (t->tw_log2 - 4); c++)
+        if ((t->xo[c] & 16) != 0)
+            return false;
+    for (unsigned r = 0; r < 1u << t->th_log2; r += 2)
+        if ((t->yo[r] & 16) != 0 || t->yo[r + 1] != (t->yo[r] ^ 16))
+            return false;
+    return true;
+}
+
+/* quads8_ok() tells whether the tables describe 8-byte runs grouped in 2x2 quads (the quad
+ * kernels of kernel_ops.h): for even r and c, yo[r + 1] == yo[r] ^ 8, xo[c + 1] == xo[c] ^ 16, and
+ * bits 3 and 4 clear in yo[r] and xo[c]. True for Morton with 4-byte units (x0 y0 x1 at byte
+ * bits 2, 3, 4; tiling.md 6.1) once merge_runs() has joined the unit pairs. */
+static bool quads8_ok(const struct vidmm_swz_tiles *t)
+{
+    if (t->run_log2 != 3 || t->th_log2 < 1 || t->tw_log2 < 4)
+        return false;
+    for (unsigned c = 0; c < 1u << (t->tw_log2 - 3); c += 2)
+        if ((t->xo[c] & 24) != 0 || t->xo[c + 1] != (t->xo[c] ^ 16))
+            return false;
+    for (unsigned r = 0; r < 1u << t->th_log2; r += 2)
+        if ((t->yo[r] & 24) != 0 || t->yo[r + 1] != (t->yo[r] ^ 8))
+            return false;
+    return true;
+}
+
 /* prepare() resolves subresource (mip, layer) into '*m'. */
 static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_family *fam, uint32_t mip,
                    uint32_t layer, struct vidmm_swz_mip *m)
@@ -178,8 +213,11 @@ static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_fam
         VIDMM_ASSERT(!"tile description out of bounds");
         m->tiles.tile_base = NULL;
     }
-    if (m->tiles.tile_base != NULL)
+    if (m->tiles.tile_base != NULL) {
         merge_runs(&m->tiles);
+        m->tiles.pair16 = pairs16_ok(&m->tiles);
+        m->tiles.quad8 = quads8_ok(&m->tiles);
+    }
     return m->addr != NULL && m->run_log2 <= 40 ? 0 : VIDMM_E_UNSUPPORTED;
 }
 
@@ -313,8 +351,8 @@ static inline __attribute__((always_inline)) void tile_runs(unsigned char *tb, u
 /* pair_runs() serves layouts whose address bit right above an 8-byte run is y0 (Morton with
  * 4-byte units: x0 is inside the run, then y0, then x1...): runs c of rows r and r + 1 (r even)
  * form one contiguous 16-byte granule, so two rows move together in 16-byte stores instead of
- * 8-byte ones. Needs yo[r + 1] == yo[r] ^ 8 for even r, which a separable equation with
- * yo[1] == 8 guarantees, and no x entry touching bit 3. */
+ * 8-byte ones. Needs yo[r + 1] == yo[r] ^ 8 and bit 3 clear in yo[r] for each pair, and no x
+ * entry touching bit 3 (runs_aligned() checks them). */
 static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, unsigned char *lin,
                                                             size_t row_pitch, const uint32_t *xo,
                                                             const uint32_t *yo, uint32_t zoff, unsigned ncols,
@@ -343,11 +381,45 @@ static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, u
  * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
  * common whole-tile shapes (listed in the switch) with constant trip counts as well. */
 static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, unsigned char *lin, size_t row_pitch,
-                         uint32_t zoff, unsigned col0, unsigned ncols, unsigned row0, unsigned nrows, enum dir dir)
+                         uint32_t zoff, unsigned col0, unsigned ncols, unsigned row0, unsigned nrows, enum dir dir,
+                         const struct vidmm_kernel_ops *ops)
 {
     const uint32_t *xo = t->xo + col0, *yo = t->yo + row0;
     const bool whole = col0 == 0 && row0 == 0 && ncols == 1u << (t->tw_log2 - t->run_log2) &&
                        nrows == 1u << t->th_log2;
+    if (t->pair16 && ops != NULL && ops->swz_pairs16 != NULL && (zoff & 16) == 0 && nrows >= 2) {
+        /* The backend's row-pair kernel; an odd first row (a box starting on an odd row) and an
+         * odd last row move alone. */
+        unsigned skip = row0 % 2, pairs = (nrows - skip) / 2;
+        if (skip)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 16, dir);
+        if (dir == TILE)
+            ops->swz_pairs16(tb, lin + skip * row_pitch, row_pitch, xo, yo + skip, zoff, ncols, pairs);
+        else
+            ops->unswz_pairs16(tb, lin + skip * row_pitch, row_pitch, xo, yo + skip, zoff, ncols, pairs);
+        if (skip + 2 * pairs < nrows)
+            tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 16, dir);
+        return;
+    }
+    if (t->quad8 && ops != NULL && ops->swz_quads8 != NULL && (zoff & 24) == 0 && nrows >= 2) {
+        /* The backend's quad kernel on the even-aligned row pairs and column pairs; an odd first
+         * row or last row moves alone, an odd first column as 16-byte granules. */
+        unsigned skip = row0 % 2, pairs = (nrows - skip) / 2, cskip = col0 % 2;
+        unsigned char *l2 = lin + skip * row_pitch;
+        if (skip)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 8, dir);
+        if (cskip)
+            pair_runs(tb, l2, row_pitch, xo, yo + skip, zoff, 1, 2 * pairs, dir);
+        if (ncols > cskip) {
+            if (dir == TILE)
+                ops->swz_quads8(tb, l2 + 8 * cskip, row_pitch, xo + cskip, yo + skip, zoff, ncols - cskip, pairs);
+            else
+                ops->unswz_quads8(tb, l2 + 8 * cskip, row_pitch, xo + cskip, yo + skip, zoff, ncols - cskip, pairs);
+        }
+        if (skip + 2 * pairs < nrows)
+            tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 8, dir);
+        return;
+    }
     if (t->run_log2 == 4) {
         if (whole) {
             const unsigned shape = t->tw_log2 * 16 + t->th_log2;
@@ -378,16 +450,28 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
         else
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 16, UNTILE);
     } else if (t->run_log2 == 3) {
-        if (t->yo[1] == 8 && (t->yo[0] & 8) == 0 && zoff % 16 == 0 && row0 % 2 == 0 && nrows % 2 == 0 &&
-            t->th_log2 >= 1) {
+        if (t->yo[1] == 8 && (t->yo[0] & 8) == 0 && zoff % 16 == 0 && t->th_log2 >= 1 && nrows >= 2) {
             bool x_clear = true;
             for (unsigned c = 0; c < ncols; c++)
                 x_clear &= (xo[c] & 8) == 0;
+            /* Every pair, not only the first: a caller's equation may XOR another y bit into
+             * address bit 3. */
+            for (unsigned r = row0 % 2; x_clear && r + 1 < nrows; r += 2)
+                x_clear = (yo[r] & 8) == 0 && yo[r + 1] == (yo[r] ^ 8);
             if (x_clear) {
+                /* An odd first row (a box starting on an odd row) and an odd last row move
+                 * alone; the pairs in between together. */
+                unsigned skip = row0 % 2, pairs = (nrows - skip) / 2;
+                if (skip)
+                    tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 8, dir);
+                unsigned char *l2 = lin + skip * row_pitch;
                 if (dir == TILE)
-                    pair_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, TILE);
+                    pair_runs(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, 2 * pairs, TILE);
                 else
-                    pair_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, UNTILE);
+                    pair_runs(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, 2 * pairs, UNTILE);
+                if (skip + 2 * pairs < nrows)
+                    tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 8,
+                              dir);
                 return;
             }
         }
@@ -405,6 +489,59 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
     }
 }
 
+/* move_part() moves the n bytes of a partial run (n < the run size) between the tiled byte 't'
+ * and the linear byte 'l'. Up to 16 bytes with two overlapping fixed-size moves (both ranges
+ * are exactly n bytes, so the overlap rewrites bytes of the range only), beyond that memcpy(). */
+static inline __attribute__((always_inline)) void move_part(unsigned char *t, unsigned char *l, size_t n, enum dir dir)
+{
+    unsigned char *d = dir == TILE ? t : l;
+    const unsigned char *s = dir == TILE ? l : t;
+    if (n >= 8 && n <= 16) {
+        uint64_t a, z;
+        memcpy(&a, s, 8);
+        memcpy(&z, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &z, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, z;
+        memcpy(&a, s, 4);
+        memcpy(&z, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &z, 4);
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
+    }
+}
+
+/* part_rows() moves the same partial run of 'nrows' rows: row r's n bytes at linear 'lin' +
+ * r * row_pitch and at tiled 'tb' + (key ^ yo[r]). The row loop is written once per size class
+ * of move_part(), inside a test of n, so that each copy is a few instructions with the size test
+ * folded out; written as part of the row loop of copy_tiles() it spilled its counters and cost
+ * 6-8 ns per row (perf, Zen 3). */
+static void part_rows(unsigned char *tb, uint32_t key, unsigned char *lin, size_t row_pitch, const uint32_t *yo,
+                      unsigned nrows, size_t n, enum dir dir)
+{
+#define PART_ROWS(nn)                                                                                              \
+    do {                                                                                                           \
+        if (dir == TILE)                                                                                           \
+            for (unsigned r = 0; r < nrows; r++, lin += row_pitch)                                                 \
+                move_part(tb + (key ^ yo[r]), lin, (nn), TILE);                                                    \
+        else                                                                                                       \
+            for (unsigned r = 0; r < nrows; r++, lin += row_pitch)                                                 \
+                move_part(tb + (key ^ yo[r]), lin, (nn), UNTILE);                                                  \
+    } while (0)
+    if (n >= 8 && n <= 16)
+        PART_ROWS(n);
+    else if (n >= 4 && n < 8)
+        PART_ROWS(n);
+    else
+        PART_ROWS(n);
+#undef PART_ROWS
+}
+
 /* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
  * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
  * offset is two table loads and an XOR, instead of a call of the address function. The linear
@@ -413,7 +550,7 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
 static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
                        unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
                        const struct vidmm_kernel_ops *nt_ops, const uint16_t *inv, bool row_order,
-                       const struct vidmm_kernel_ops *stream_ops)
+                       const struct vidmm_kernel_ops *stream_ops, const struct vidmm_kernel_ops *ops)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
@@ -457,36 +594,32 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                                                     zoff >> 4);
                     continue;
                 }
-                if (((c0 | c1) & run_mask) == 0) {
-                    /* The box's edges fall on run boundaries: fixed-size moves. */
-                    runs_aligned(t, tb, lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0), row_pitch, zoff,
-                                 (unsigned)((c0 & tw_mask) >> t->run_log2), (unsigned)((c1 - c0) >> t->run_log2),
-                                 r0 & th_mask, r1 - r0, dir);
+                /* Head / middle / tail: the partial run where the box's left edge falls
+                 * inside a run, the whole runs (fixed-size moves), the partial run at the right
+                 * edge. Moving the edges run by run with a variable-length memcpy() was 40% of
+                 * a 64x64 box (perf, Zen 3, the box starting 4 bytes into a run). */
+                uint64_t h = (c0 + run_mask) & ~run_mask, e = c1 & ~run_mask;
+                if (h > c1)
+                    h = c1;
+                if (e < h)
+                    e = h;
+                unsigned char *lband = lslice + (size_t)(r0 - b->y) * row_pitch;
+                if (e > h)
+                    runs_aligned(t, tb, lband + (h - x0), row_pitch, zoff, (unsigned)((h & tw_mask) >> t->run_log2),
+                                 (unsigned)((e - h) >> t->run_log2), r0 & th_mask, r1 - r0, dir, ops);
+                if (c0 == h && e == c1)
                     continue;
-                }
-                for (uint32_t r = r0; r < r1; r++) {
-                    const uint32_t yoff = t->yo[r & th_mask] ^ zoff;
-                    unsigned char *lrow = lslice + (size_t)(r - b->y) * row_pitch;
-                    for (uint64_t u = c0; u < c1;) {
-                        uint64_t end = (u | run_mask) + 1;
-                        if (end > c1)
-                            end = c1;
-                        unsigned char *tp = tb + (t->xo[(u & tw_mask) >> t->run_log2] ^ yoff) + (u & run_mask);
-                        unsigned char *lp = lrow + (u - x0);
-                        if (dir == TILE)
-                            memcpy(tp, lp, end - u);
-                        else
-                            memcpy(lp, tp, end - u);
-                        u = end;
-                    }
-                }
+                if (c0 < h)
+                    part_rows(tb + (c0 & run_mask), t->xo[(c0 & tw_mask) >> t->run_log2] ^ zoff, lband + (c0 - x0),
+                              row_pitch, t->yo + (r0 & th_mask), r1 - r0, (size_t)(h - c0), dir);
+                if (e < c1)
+                    part_rows(tb, t->xo[(e & tw_mask) >> t->run_log2] ^ zoff, lband + (e - x0), row_pitch,
+                              t->yo + (r0 & th_mask), r1 - r0, (size_t)(c1 - e), dir);
             }
         }
     }
 }
 
-/* run_copy() picks the walk: the scalar backend is the reference (the address function per
- * run), every other backend takes the tile tables when the family provides them. */
 /* build_inverse() fills inv[g] = (row << 6) | run for every 16-byte granule g of a whole tile,
  * the inverse of the offset tables (offsets relative to a zero z term). Returns false when the
  * tile does not qualify - not 16-byte runs, thick (3D) tiles, more than 4096 granules (64 KiB),
@@ -559,7 +692,7 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
     bool stream = dir == UNTILE && strategy == VIDMM_STRATEGY_STREAM_LOAD && ops->swz_untile16_stream != NULL &&
                   ((uintptr_t)tiled & 15) == 0 && build_inverse(&m->tiles, inv);
     copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt ? ops : NULL, inv, row_order,
-               stream ? ops : NULL);
+               stream ? ops : NULL, ops);
     if (nt)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
@@ -570,39 +703,140 @@ static bool ranges_overlap(const void *a, uint64_t na, const void *b, uint64_t n
     return x < y ? y - x < na : x - y < nb;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The resolved-subresource cache of copy_one().
+ *
+ * Loading, checking, sizing and resolving a subresource cost 0.25 us (block-linear) to 2.3 us
+ * (a D3D equation: its analysis and tables) per call, against 0.2-0.45 us for the memcpy of the
+ * 16 KiB of a 64x64 box (Zen 3, boxprof and bench_swizzle.c). Callers updating boxes of a
+ * texture call with the same descriptors again and again, so each thread keeps the last few
+ * resolved subresources, keyed on the full contents of the descriptors (every field a family
+ * reads, and the equation's terms, not its address: a caller may rewrite the equation it points
+ * to between calls). Only successes are cached; a miss runs the same code as before, so every
+ * error comes from the same checks in the same order. Per thread, so no locking: an entry is
+ * written and read only by its thread, and is not used after the call returns (no pointer into
+ * it escapes). Not async-signal-safe (no swizzle call is).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every field the engine and the families read, zero-padded so that memcmp() compares them. */
+struct swz_key {
+    uint32_t tiling, flags, block_height, block_depth, pitch, swizzle_unit, amd_swizzle_mode, has_eq;
+    uint32_t width, height, depth, element_bytes, block_width, block_height_px, mip_levels, array_layers;
+    uint32_t mip, layer;
+    uint32_t eq_bits, eq_thick;   /* EQUATION only, else 0 */
+    struct vidmm_eq_term eq_term[VIDMM_EQ_MAX_BITS][VIDMM_EQ_MAX_TERMS];
+};
+
+struct swz_cached {
+    bool valid;
+    struct swz_key key;
+    struct vidmm_swz_surface s;   /* m.s points here */
+    struct vidmm_swz_mip m;
+    uint64_t lin, total;
+};
+
+/* Four entries (about 13 KiB of TLS per thread that copies boxes): the mips of a texture being
+ * updated, or a few textures in turn. Replaced round-robin. */
+#define SWZ_CACHE_ENTRIES 4
+static _Thread_local struct {
+    unsigned next;
+    struct swz_cached e[SWZ_CACHE_ENTRIES];
+} swz_cache;
+
+/* make_key() fills '*k' from the public descriptors; callers checked both are non-NULL and
+ * large enough (the V0 fields are what load() reads). */
+static void make_key(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface, uint32_t mip,
+                     uint32_t layer, struct swz_key *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->tiling = (uint32_t)layout->tiling;
+    k->flags = layout->flags;
+    k->block_height = layout->block_height;
+    k->block_depth = layout->block_depth;
+    k->pitch = layout->pitch;
+    k->swizzle_unit = layout->swizzle_unit;
+    k->amd_swizzle_mode = layout->amd_swizzle_mode;
+    k->has_eq = layout->equation != NULL;
+    k->width = surface->width;
+    k->height = surface->height;
+    k->depth = surface->depth;
+    k->element_bytes = surface->element_bytes;
+    k->block_width = surface->block_width;
+    k->block_height_px = surface->block_height;
+    k->mip_levels = surface->mip_levels;
+    k->array_layers = surface->array_layers;
+    k->mip = mip;
+    k->layer = layer;
+    if (layout->tiling == VIDMM_TILING_EQUATION && layout->equation != NULL) {
+        const struct vidmm_equation *e = layout->equation;
+        k->eq_bits = e->bits;
+        k->eq_thick = e->thick;
+        memcpy(k->eq_term, e->term, sizeof(k->eq_term));
+    }
+}
+
+/* resolve_cached() is open_surface() + prepare() through the cache: '*out' points at the
+ * thread's entry for (layout, surface, mip, layer), valid until this thread's next call. */
+static int resolve_cached(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                          uint32_t mip, uint32_t layer, const struct swz_cached **out)
+{
+    struct swz_key k;
+    const struct vidmm_swz_family *fam;
+    int err;
+
+    if (layout == NULL || surface == NULL || layout->size < LAYOUT_V0_SIZE || surface->size < SURFACE_V0_SIZE)
+        return VIDMM_E_INVALID_ARG;
+    make_key(layout, surface, mip, layer, &k);
+    for (unsigned i = 0; i < SWZ_CACHE_ENTRIES; i++) {
+        if (swz_cache.e[i].valid && memcmp(&swz_cache.e[i].key, &k, sizeof(k)) == 0) {
+            *out = &swz_cache.e[i];
+            return 0;
+        }
+    }
+    struct swz_cached *c = &swz_cache.e[swz_cache.next];
+    swz_cache.next = (swz_cache.next + 1) % SWZ_CACHE_ENTRIES;
+    c->valid = false;
+    if ((err = open_surface(layout, surface, &c->s, &fam, &c->lin, &c->total)) < 0 ||
+        (err = prepare(&c->s, fam, mip, layer, &c->m)) < 0)
+        return err;
+    c->key = k;
+    c->valid = true;
+    *out = c;
+    return 0;
+}
+
 /* copy_one() checks the box and buffers of one subresource copy and runs it. */
 static int copy_one(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                     uint32_t mip, uint32_t layer, const struct vidmm_box *box, unsigned char *tiled,
                     size_t tiled_size, unsigned char *linear, size_t linear_size, size_t row_pitch,
                     size_t slice_pitch, const struct vidmm_kernel_opts *opts, enum dir dir)
 {
-    struct vidmm_swz_surface s;
-    const struct vidmm_swz_family *fam;
-    struct vidmm_swz_mip m;
+    const struct swz_cached *c;
     enum vidmm_backend backend;
     enum vidmm_strategy strategy;
-    uint64_t lin, total, need, t;
+    uint64_t need, t;
     int err;
 
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
-    if ((err = open_surface(layout, surface, &s, &fam, &lin, &total)) < 0 ||
-        (err = prepare(&s, fam, mip, layer, &m)) < 0)
+    if ((err = resolve_cached(layout, surface, mip, layer, &c)) < 0)
         return err;
+    const struct vidmm_swz_mip *mp = &c->m;
+    const uint64_t total = c->total;
     if (backend != VIDMM_BACKEND_AUTO && !vidmm_backend_supported(backend))
         return VIDMM_E_UNSUPPORTED;
     if (strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC)
         return VIDMM_E_UNSUPPORTED;
 
-    struct vidmm_box b = { 0, 0, 0, m.w, m.h, m.d };
+    struct vidmm_box b = { 0, 0, 0, mp->w, mp->h, mp->d };
     if (box != NULL)
         b = *box;
-    if (b.width == 0 || b.height == 0 || b.depth == 0 || b.x >= m.w || b.width > m.w - b.x || b.y >= m.h ||
-        b.height > m.h - b.y || b.z >= m.d || b.depth > m.d - b.z)
+    if (b.width == 0 || b.height == 0 || b.depth == 0 || b.x >= mp->w || b.width > mp->w - b.x || b.y >= mp->h ||
+        b.height > mp->h - b.y || b.z >= mp->d || b.depth > mp->d - b.z)
         return VIDMM_E_INVALID_ARG;
     if (tiled == NULL || linear == NULL || tiled_size < total)
         return VIDMM_E_INVALID_ARG;
-    uint64_t row_bytes = (uint64_t)b.width * m.elem;
+    uint64_t row_bytes = (uint64_t)b.width * mp->elem;
     if (row_pitch < row_bytes || (b.depth > 1 && slice_pitch < (uint64_t)(b.height - 1) * row_pitch + row_bytes))
         return VIDMM_E_INVALID_ARG;
     /* Bytes of 'linear' the box reaches: the last row of the last slice ends it. */
@@ -613,8 +847,8 @@ static int copy_one(const struct vidmm_tile_layout *layout, const struct vidmm_s
         return VIDMM_E_INVALID_ARG;
     if (ranges_overlap(tiled, total, linear, need))
         return VIDMM_E_OVERLAP;
-    run_copy(&m, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy,
-             (uint64_t)b.width * m.elem * b.height * b.depth);
+    run_copy(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy,
+             (uint64_t)b.width * mp->elem * b.height * b.depth);
     return 0;
 }
 

@@ -48,6 +48,10 @@ struct vidmm_swz_tiles {
     uint32_t xo[VIDMM_SWZ_MAX_XRUNS];   /* 2^(tw_log2 - run_log2) entries */
     uint32_t yo[VIDMM_SWZ_MAX_ROWS];    /* 2^th_log2 entries */
     uint32_t zo[VIDMM_SWZ_MAX_SLICES];  /* 2^td_log2 entries */
+    bool pair16;                        /* set by the engine: 16-byte runs whose rows pair into
+                                           32-byte granules (kernel_ops.h swz_pairs16) */
+    bool quad8;                         /* set by the engine: 8-byte runs in 2x2 quads of 32 bytes
+                                           (kernel_ops.h swz_quads8) */
 };
 
 /* One mip of one layer, resolved: what the engine needs to copy any box of it. */

@@ -975,3 +975,81 @@ static void run_family(const struct api *api, enum fam f)
 
 T_FOR_EACH_BACKEND(REF_BACKEND_TESTS)
 REF_SUITE(reference_default, false, VIDMM_BACKEND_AUTO)
+
+/* ---------------------------------------------------------------------------------------------
+ * The per-thread cache of resolved subresources (swizzle.c) is keyed on what the descriptors
+ * hold, not where they are: rewriting an equation or a layout field in place between calls,
+ * through the same pointers, must give the new layout, and rewriting it back the old one. Each
+ * vidmm_swizzle() (box NULL, so one cached subresource) is checked against the model.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Swizzles 'lin' with the library through 'layout' / 'surf' and with the model through 's',
+ * both into buffers cleared first, and compares them. */
+static void cache_step(const char *what, const struct ref_surf *s, const struct vidmm_tile_layout *layout,
+                       const struct vidmm_surface_desc *surf, const unsigned char *lin, size_t lin_size)
+{
+    struct ref_layout L;
+    cr_assert(ref_prepare(&L, s), "%s: the model refuses the surface", what);
+    size_t n = (size_t)L.tiled_size;
+    unsigned char *want = calloc(1, n), *got = calloc(1, n);
+    cr_assert(want != NULL && got != NULL);
+    ref_tile_surface(&L, want, lin);
+    size_t row = (size_t)s->width * s->elem;
+    int rc = vidmm_swizzle(layout, surf, 0, 0, NULL, got, n, lin, lin_size, row, row * s->height);
+    cr_assert_eq(rc, 0, "%s: vidmm_swizzle() returned %d", what, rc);
+    size_t i = 0;
+    while (i < n && got[i] == want[i])
+        i++;
+    cr_expect_eq(i, n, "%s: tiled byte %zu is 0x%02x, the model has 0x%02x", what, i, i < n ? got[i] : 0,
+                 i < n ? want[i] : 0);
+    free(want);
+    free(got);
+}
+
+Test(swizzle_cache, descriptors_rewritten_in_place, .timeout = T_TIMEOUT)
+{
+    struct t_rng r;
+    t_rng_init(&r, 0xCAC4E);
+    unsigned char lin[64 * 4 * 64];
+    for (size_t i = 0; i < sizeof(lin); i++)
+        lin[i] = (unsigned char)urand(&r, 0, 255);
+
+    /* An equation of 4 KiB blocks, 256 B x 16 rows: x0..x3, then y0..y3 (A) or y3..y0 (B) on
+     * address bits 4..7, then x4..x7. */
+    struct vidmm_equation eq;
+    struct ref_surf s;
+    surf_base(&s, VIDMM_TILING_EQUATION);
+    s.eq = &eq;
+    s.width = 64;
+    s.height = 64;
+    s.elem = 4;
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc surf;
+    ref_to_public(&s, &layout, &surf);
+    for (int pass = 0; pass < 3; pass++) {
+        bool reversed = pass == 1;
+        memset(&eq, 0, sizeof(eq));
+        eq.bits = 12;
+        for (uint8_t i = 0; i < 4; i++) {
+            eq.term[i][0] = (struct vidmm_eq_term){ VIDMM_EQ_X, i };
+            eq.term[4 + i][0] = (struct vidmm_eq_term){ VIDMM_EQ_Y, (uint8_t)(reversed ? 3 - i : i) };
+            eq.term[8 + i][0] = (struct vidmm_eq_term){ VIDMM_EQ_X, (uint8_t)(4 + i) };
+        }
+        cache_step(reversed ? "equation B (rewritten in place)" : "equation A", &s, &layout, &surf, lin,
+                   sizeof(lin));
+    }
+
+    /* Block-linear: the block height, then the surface's height, changed in the same structs. */
+    surf_base(&s, VIDMM_TILING_BLOCK_LINEAR);
+    s.width = 64;
+    s.height = 64;
+    s.elem = 4;
+    ref_to_public(&s, &layout, &surf);
+    static const uint32_t bh[] = { 1, 4, 1 };
+    for (int pass = 0; pass < 3; pass++) {
+        s.block_height = layout.block_height = bh[pass];
+        cache_step("block-linear, block height rewritten", &s, &layout, &surf, lin, sizeof(lin));
+    }
+    s.height = surf.height = 40;
+    cache_step("block-linear, height rewritten", &s, &layout, &surf, lin, sizeof(lin));
+}
