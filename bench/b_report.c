@@ -12,6 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* bench_io.c: fio's figures, which are no case of this table (declared here, as bench_main.c
+ * declares the case builders: b_common.h is shared). */
+double b_io_ref_gbps(const char *name, const char **why);
+void b_io_report_print(void);
+void b_io_write_json(FILE *f);
+
 /* ---------------------------------------------------------------------------------------------
  * Figures of one case.
  * ------------------------------------------------------------------------------------------- */
@@ -74,7 +80,9 @@ enum b_tkind {
     B_T_MPS,        /* millions of calls per second of case >= goal */
     B_T_COST,       /* time per call of case / time per call of ref1 <= goal */
     B_T_INFO_MS,    /* ms per call of case, no goal */
-    B_T_INFO_GBPS   /* GB/s of case, no goal */
+    B_T_INFO_GBPS,  /* GB/s of case, no goal */
+    B_T_EXT_RATIO,  /* gbps(case) / the outside tool's GB/s named ref1 (bench_io.c: fio) >= goal */
+    B_T_EXT_GBPS    /* the outside tool's GB/s named 'name', no goal */
 };
 
 struct b_target {
@@ -184,6 +192,41 @@ static void engine_targets(void)
     b_ref_name(t->ref1, sizeof(t->ref1), B_REF_MEMCPY, 64 * B_MiB);
 }
 
+/* Issue 5: the disk tier's I/O layer (bench_io.c). The io_uring backend at 1 MiB blocks and
+ * queue depth 32 (the issue says 16-32) >= 0.9x fio's io_uring engine on the same file system,
+ * block size and depth, both directions, and >= 1.0x the thread-pool backend. fio's own GB/s
+ * and ours are shown beside them. */
+static void io_targets(void)
+{
+    static const char *section = "issue 5: disk tier I/O (bench/bench_io.c)";
+    static const char *dirs[] = { "write", "read" };
+    const size_t bs = B_MiB;
+    const unsigned qd = 32;
+    struct b_target *t;
+    for (size_t d = 0; d < 2; d++) {
+        if ((t = target_add(B_T_EXT_RATIO, 0.9)) == NULL)
+            return;
+        if (d == 0)
+            t->section = section;
+        snprintf(t->label, sizeof(t->label), "io_uring %s 1 MiB qd%u / fio io_uring", dirs[d], qd);
+        snprintf(t->name, sizeof(t->name), "io/%s_qd%u/uring/%zu", dirs[d], qd, bs);
+        snprintf(t->ref1, sizeof(t->ref1), "fio/%s/%zu/%u", dirs[d], bs, qd);
+        if ((t = target_add(B_T_RATIO, 1.0)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "io_uring %s 1 MiB qd%u / thread pool", dirs[d], qd);
+        snprintf(t->name, sizeof(t->name), "io/%s_qd%u/uring/%zu", dirs[d], qd, bs);
+        snprintf(t->ref1, sizeof(t->ref1), "io/%s_qd%u/threads/%zu", dirs[d], qd, bs);
+        if ((t = target_add(B_T_INFO_GBPS, 0)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "io_uring %s 1 MiB qd%u, GB/s", dirs[d], qd);
+        snprintf(t->name, sizeof(t->name), "io/%s_qd%u/uring/%zu", dirs[d], qd, bs);
+        if ((t = target_add(B_T_EXT_GBPS, 0)) == NULL)
+            return;
+        snprintf(t->label, sizeof(t->label), "fio io_uring %s 1 MiB qd%u, GB/s", dirs[d], qd);
+        snprintf(t->name, sizeof(t->name), "fio/%s/%zu/%u", dirs[d], bs, qd);
+    }
+}
+
 static void build_targets(void)
 {
     if (ntargets >= 0)
@@ -256,6 +299,7 @@ static void build_targets(void)
     }
     swizzle_targets();
     engine_targets();
+    io_targets();
 }
 
 void b_target_cases(void)
@@ -275,8 +319,10 @@ void b_target_cases(void)
 static double target_value(const struct b_target *t, const char **why)
 {
     int a = b_case_find(t->name), r1 = b_case_find(t->ref1), r2 = b_case_find(t->ref2);
-    struct b_fig fa = fig(a);
     *why = NULL;
+    if (t->kind == B_T_EXT_GBPS)
+        return b_io_ref_gbps(t->name, why);
+    struct b_fig fa = fig(a);
     if (fa.status != VBENCH_OK) {
         *why = fa.reason;
         return NAN;
@@ -290,6 +336,12 @@ static double target_value(const struct b_target *t, const char **why)
         if (isnan(fa.gbps))
             *why = "case moves no bytes";
         return fa.gbps;
+    case B_T_EXT_RATIO: {
+        double ext = b_io_ref_gbps(t->ref1, why);
+        if (isnan(ext))
+            return NAN; /* fio missing or failed: n/a, never a pass */
+        return fa.gbps / ext;
+    }
     case B_T_COST: {
         struct b_fig fr = fig(r1);
         if (fr.status != VBENCH_OK) {
@@ -313,7 +365,7 @@ static double target_value(const struct b_target *t, const char **why)
 
 static bool target_info(const struct b_target *t)
 {
-    return t->kind == B_T_INFO_MS || t->kind == B_T_INFO_GBPS;
+    return t->kind == B_T_INFO_MS || t->kind == B_T_INFO_GBPS || t->kind == B_T_EXT_GBPS;
 }
 
 static bool target_met(const struct b_target *t, double v)
@@ -348,7 +400,8 @@ static const char *target_unit(const struct b_target *t)
     case B_T_MPS: return "M/s";
     case B_T_COST: return "cost_ratio";
     case B_T_INFO_MS: return "ms";
-    case B_T_INFO_GBPS: return "gbps";
+    case B_T_INFO_GBPS:
+    case B_T_EXT_GBPS: return "gbps";
     default: return "ratio";
     }
 }
@@ -360,7 +413,7 @@ static const char *target_unit(const struct b_target *t)
 static int path_rank(const char *path)
 {
     static const char *order[] = { "baseline", "ceiling", "copy_wc", "copy_from_wc", "copy", "copy_nc", "fill", "flush",
-                                   "swizzle", "deswizzle", "engine" };
+                                   "swizzle", "deswizzle", "engine", "io" };
     for (int i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
         if (strcmp(path, order[i]) == 0)
             return i;
@@ -468,6 +521,7 @@ void b_report_print(const struct b_run_info *run)
         printf("\n");
     }
     free(rows);
+    b_io_report_print();
 
     build_targets();
     printf("\n---- targets (issue) ----\n");
@@ -625,6 +679,7 @@ int b_report_write_summary(const char *path, const struct b_run_info *run)
     }
     fputs("{\n  \"schema\": \"vidmm-bench-summary/1\",\n", f);
     write_context(f, run);
+    b_io_write_json(f);
 
     size_t n;
     struct b_row *rows = sorted_rows(&n);

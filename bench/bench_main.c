@@ -18,6 +18,8 @@
 
 /* bench_engine.c: the video memory manager's cases (engine/...), added once, after the sizes. */
 void b_engine_cases(void);
+/* bench_io.c: the disk tier's I/O cases (io/...) and their fio references, added once. */
+void b_io_cases(void);
 
 static void help(void)
 {
@@ -28,7 +30,8 @@ static void help(void)
           "          random interleaving, CLFLUSH only up to 4 MiB; swizzle: the named backends\n"
           "          on 4 MiB surfaces of 4-byte elements, everything else at AUTO, no boxes of\n"
           "          16-byte elements (bench/bench_swizzle.c); the engine cases\n"
-          "          (bench/bench_engine.c, ~10 s). ~3.7 minutes on 2 cores.\n"
+          "          (bench/bench_engine.c, ~10 s); the disk tier's I/O cases next to fio\n"
+          "          (bench/bench_io.c, ~35 s). ~4.3 minutes on 2 cores.\n"
           "        full: every case, --benchmark_min_time=0.5, 5 repetitions, random\n"
           "          interleaving, CLFLUSH at every size.\n"
           "        targets: only the cases of the issue's target table (and their references),\n"
@@ -38,7 +41,9 @@ static void help(void)
           "        ceiling cases they are compared with. 'swizzle|deswizzle' runs the tiling\n"
           "        cases alone (swizzle/bl_e4/auto/4194304, deswizzle/morton_e4_box64/...);\n"
           "        '^engine/' the video memory manager's (engine/lock_unlock/resident/65536,\n"
-          "        engine/create_destroy/live/10000, ...; bench/bench_engine.c).\n"
+          "        engine/create_destroy/live/10000, ...; bench/bench_engine.c); '^io/' the disk\n"
+          "        tier's (io/write_qd32/uring/1048576, io/read_qd1/threads/65536, ...; files in\n"
+          "        $VIDMM_BENCH_DIR, else the build tree's bench-io/; bench/bench_io.c).\n"
           "  --vbench_out_dir=DIR    where the JSON files go (default: bench-results)\n"
           "  --vbench_commit=SHA     recorded in the outputs (default: $VIDMM_BENCH_COMMIT, else\n"
           "        \"unknown\")\n"
@@ -138,8 +143,9 @@ int main(int argc, char **argv)
          * ~140 s, leaving room for the build within the 5 minutes of the main job. One pass was
          * too noisy there while other jobs ran: a ratio moved by 20% from run to run. The
          * swizzle cases add ~70 s (~156 running cases; bench_swizzle.c trims the quick set),
-         * the engine cases ~10 s (9 cases, their devices built once: bench_engine.c):
-         * ~210 s in all. */
+         * the engine cases ~10 s (9 cases, their devices built once: bench_engine.c), the disk
+         * tier's I/O cases ~35 s (36 cases of 64 MiB per iteration and 36 fio runs:
+         * bench_io.c): ~245 s in all. */
         gargv[gargc++] = "--benchmark_min_time=0.05";
         gargv[gargc++] = "--benchmark_repetitions=5";
         gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
@@ -190,6 +196,7 @@ int main(int argc, char **argv)
         b_swizzle_cases(b_sizes[i]);
     }
     b_engine_cases();
+    b_io_cases();
     for (size_t i = 0; i < b_case_count(); i++) {
         struct b_case *c = b_case_at(i);
         c->ref_case = b_case_find(c->ref_name);

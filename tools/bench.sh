@@ -4,12 +4,14 @@
 # (bench/, Google Benchmark behind a C shim), printing the table of every path, the table of the
 # issue's targets, and the paths of the two JSON files it wrote.
 #
-#   tools/bench.sh                  quick mode: every case, best of 5 short runs (~3.5 min on 2 cores)
+#   tools/bench.sh                  quick mode: every case, best of 5 short runs (~4 min on 2 cores)
 #   tools/bench.sh --full           every case, 5 runs 10x longer, CLFLUSH at all sizes (~50 min)
 #   tools/bench.sh --targets        only the target table's cases, 5 runs each (~2 min)
 #   tools/bench.sh 'copy_wc/'       quick mode, cases matching a regex (plus their references)
 #   tools/bench.sh 'swizzle|deswizzle'   the tiling cases only, with their memcpy references
 #   tools/bench.sh '^engine/'       the video memory manager cases only (~10 s), with their references
+#   tools/bench.sh '^io/'           the disk tier's I/O cases next to fio (~35 s; files in $VIDMM_BENCH_DIR,
+#                                   else build/release/bench-io/)
 #   tools/bench.sh -- --benchmark_min_time=0.2   any Google Benchmark flag after --
 #
 # Outputs (default build/release/bench-results/, --out DIR to change):
@@ -19,7 +21,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '3,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '3,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,6 +53,9 @@ done
 
 # shellcheck source=tools/deps.sh
 . "$root/tools/deps.sh"
+# fio is the disk tier's reference (bench/bench_io.c runs it beside the io_uring backend): the
+# benchmark needs it, the tests do not.
+VIDMM_DEB_PACKAGES+=(fio)
 vidmm_deps
 
 cd "$root"

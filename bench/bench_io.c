@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/bench_io.c - the disk tier's I/O layer (lib/engine/io/io.h): write-out and read-back
+ * throughput of the io_uring and thread-pool backends, next to fio with its io_uring engine on
+ * the same file system, block size and queue depth (issue 5).
+ *
+ *   io/write_qd<D>/<backend>/<bs>   one iteration writes IO_TOTAL bytes (64 MiB) as requests of
+ *   io/read_qd<D>/<backend>/<bs>    'bs' bytes (64 KiB, 1 MiB, 4 MiB), all handed to
+ *       vmio_submit() at once, the layer keeping D (1, 8, 32) I/Os in flight, and waits for the
+ *       last callback; reads check every block's CRC32C, writes compute them. <backend> is
+ *       "uring" or "threads". The staging memory is bs x D (at most 128 MiB), so one request is
+ *       one I/O, as one fio block is.
+ *
+ * The name ends in the block size; b_case.bytes is IO_TOTAL, so GB/s is what the disk tier
+ * moves. Each layer (one per backend x bs x D, 18 in all, ~420 MiB of staging) is opened the
+ * first time one of its cases runs, written once in full (untimed: every later write overwrites
+ * allocated blocks, and reads find data with known CRCs; the first read-back is compared byte
+ * for byte), and kept until the program exits, when its file is removed.
+ *
+ * fio (the Debian package; tools/bench.sh installs it) runs from the io_uring case of the same
+ * direction, bs and D, before that case's timed loop (untimed), on <dir>/fio.tmp of IO_TOTAL
+ * bytes: --ioengine=io_uring --fixedbufs --registerfiles, --direct=1 when the layer got O_DIRECT
+ * on that file system, and the best of up to FIO_RUNS runs is kept (the cases are the best of
+ * their repetitions too). Its file is laid out (written in full) once first, as ours is. Where
+ * fio is missing, the fio figures and the ratios to them are n/a, never a pass.
+ *
+ * The files go to $VIDMM_BENCH_DIR, else to VIDMM_BENCH_IO_DIR (the build tree: the file system
+ * the library would use by default). */
+#define _GNU_SOURCE
+#include "b_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef VIDMM_BENCH_IO_LAYER
+#  include "engine/io/io.h"
+#endif
+
+/* The functions bench_main.c and b_report.c call (declared there too: b_common.h is shared). */
+void b_io_cases(void);
+double b_io_ref_gbps(const char *name, const char **why);
+void b_io_report_print(void);
+void b_io_write_json(FILE *f);
+
+#ifndef VIDMM_BENCH_IO_DIR
+#  define VIDMM_BENCH_IO_DIR "bench-io"
+#endif
+
+#define IO_TOTAL (64 * B_MiB)
+#define IO_MAX_STAGING_MIB 128u
+/* fio runs per direction, block size and depth: the best is kept. Each moves FIO_LOOPS x
+ * IO_TOTAL bytes (~0.1-0.2 s at 1.5-3 GB/s; longer at queue depth 1 and 64 KiB). */
+#define FIO_RUNS_QUICK 2
+/* fio computes bandwidth over its runtime in whole milliseconds: one pass over 64 MiB (~20 ms
+ * here) would quantise it in steps of 5%, so each run makes this many passes over the file. */
+#define FIO_LOOPS 4
+#define FIO_RUNS_FULL 5
+
+static const size_t io_bs[] = { 64 * B_KiB, 1 * B_MiB, 4 * B_MiB };
+static const uint32_t io_qd[] = { 1, 8, 32 };
+#define IO_NBS (sizeof(io_bs) / sizeof(io_bs[0]))
+#define IO_NQD (sizeof(io_qd) / sizeof(io_qd[0]))
+enum { IO_URING = 0, IO_THREADS = 1, IO_NBACKENDS = 2 };
+static const char *const io_backend_label[IO_NBACKENDS] = { "uring", "threads" };
+
+struct io_spec {
+    int write;          /* 1 write, 0 read */
+    int backend;        /* IO_URING, IO_THREADS */
+    size_t bs;
+    uint32_t qd;
+    int ibs, iqd;       /* indexes into io_bs, io_qd */
+};
+
+static struct io_spec specs[2 * IO_NBACKENDS * IO_NBS * IO_NQD];
+static size_t nspecs;
+
+/* fio's figure for each direction x bs x depth: bytes/s, NAN until measured. */
+struct fio_fig {
+    double best;
+    int runs;
+    char why[160];      /* why there is no figure */
+};
+static struct fio_fig fio_figs[2][IO_NBS][IO_NQD];
+
+static const char *io_dir(void)
+{
+    const char *d = getenv("VIDMM_BENCH_DIR");
+    return d != NULL && *d != '\0' ? d : VIDMM_BENCH_IO_DIR;
+}
+
+#ifdef VIDMM_BENCH_IO_LAYER
+
+/* ---------------------------------------------------------------------------------------------
+ * One layer per backend x bs x depth, with its requests.
+ * ------------------------------------------------------------------------------------------- */
+
+struct io_fixture {
+    int state;                  /* 0 not opened, 1 ready, -1 failed */
+    char why[200];
+    struct vmio *io;
+    char path[512];
+    uint64_t off;
+    size_t n;                   /* requests per iteration */
+    struct vmio_req *reqs;
+    struct vmio_req **ptrs;
+    uint32_t *crc;              /* IO_TOTAL / VMIO_BLOCK, shared by the write and read cases */
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    size_t pending;
+    int err;
+};
+static struct io_fixture fixtures[IO_NBACKENDS][IO_NBS][IO_NQD];
+static bool cleanup_registered;
+
+static void io_done(void *arg, struct vmio_req *req, int err)
+{
+    struct io_fixture *f = arg;
+    (void)req;
+    pthread_mutex_lock(&f->m);
+    if (err != 0 && f->err == 0)
+        f->err = err;
+    if (--f->pending == 0)
+        pthread_cond_signal(&f->c);
+    pthread_mutex_unlock(&f->m);
+}
+
+/* One iteration: IO_TOTAL bytes in 'bs' requests, all submitted at once; waits for the last. */
+static int io_pass(struct io_fixture *f, int op)
+{
+    unsigned char *buf = op == VMIO_WRITE ? b_env.src : b_env.dst;
+    for (size_t i = 0; i < f->n; i++) {
+        f->reqs[i].op = op;
+        f->reqs[i].buf = buf + i * (IO_TOTAL / f->n);
+    }
+    pthread_mutex_lock(&f->m);
+    f->pending = f->n;
+    f->err = 0;
+    pthread_mutex_unlock(&f->m);
+    int rc = vmio_submit(f->io, f->ptrs, (unsigned)f->n);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&f->m);
+    while (f->pending > 0)
+        pthread_cond_wait(&f->c, &f->m);
+    rc = f->err;
+    pthread_mutex_unlock(&f->m);
+    return rc;
+}
+
+static void fixture_close(struct io_fixture *f)
+{
+    if (f->io != NULL)
+        vmio_close(f->io); /* removes the file it created */
+    f->io = NULL;
+    free(f->reqs);
+    free(f->ptrs);
+    free(f->crc);
+    f->reqs = NULL;
+    f->ptrs = NULL;
+    f->crc = NULL;
+    if (f->state != 0) {
+        pthread_cond_destroy(&f->c);
+        pthread_mutex_destroy(&f->m);
+    }
+    f->state = 0;
+}
+
+static void io_cleanup(void)
+{
+    for (size_t b = 0; b < IO_NBACKENDS; b++)
+        for (size_t i = 0; i < IO_NBS; i++)
+            for (size_t j = 0; j < IO_NQD; j++)
+                fixture_close(&fixtures[b][i][j]);
+    char p[600];
+    snprintf(p, sizeof(p), "%s/fio.tmp", io_dir());
+    unlink(p);
+}
+
+static int fail_open(struct io_fixture *f, const char *what, int rc)
+{
+    snprintf(f->why, sizeof(f->why), "%s: %s", what, vidmm_strerror(rc));
+    return -1;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int fixture_open(const struct io_spec *sp, struct io_fixture *f)
+{
+    if (!cleanup_registered) {
+        atexit(io_cleanup);
+        cleanup_registered = true;
+    }
+    pthread_mutex_init(&f->m, NULL);
+    pthread_cond_init(&f->c, NULL);
+    if (b_env.src == NULL || b_env.dst == NULL || b_env.cap < IO_TOTAL)
+        return fail_open(f, "the bench buffers", VIDMM_E_NO_MEMORY);
+    if (mkdir_p(io_dir()) != 0) {
+        snprintf(f->why, sizeof(f->why), "cannot create %s: %s", io_dir(), strerror(errno));
+        return -1;
+    }
+    snprintf(f->path, sizeof(f->path), "%s/swap-%s-%zu-%u", io_dir(), io_backend_label[sp->backend], sp->bs, sp->qd);
+    uint64_t staging = (uint64_t)sp->bs * sp->qd / B_MiB;
+    if (staging < 1)
+        staging = 1;
+    if (staging > IO_MAX_STAGING_MIB)
+        staging = IO_MAX_STAGING_MIB;
+    struct vmio_config cfg = { f->path, IO_TOTAL, sp->qd, 1, (uint32_t)staging,
+                               sp->backend == IO_URING ? VMIO_BACKEND_URING : VMIO_BACKEND_THREADS };
+    int rc = vmio_open(&cfg, &f->io);
+    if (rc == VIDMM_E_UNSUPPORTED && sp->backend == IO_URING) {
+        snprintf(f->why, sizeof(f->why), "skip: io_uring refused by this kernel (the thread pool runs instead)");
+        return -1;
+    }
+    if (rc != 0)
+        return fail_open(f, "vmio_open", rc);
+    if ((rc = vmio_space_alloc(f->io, IO_TOTAL, &f->off)) != 0)
+        return fail_open(f, "vmio_space_alloc", rc);
+    f->n = IO_TOTAL / sp->bs;
+    f->reqs = calloc(f->n, sizeof(*f->reqs));
+    f->ptrs = calloc(f->n, sizeof(*f->ptrs));
+    f->crc = calloc(IO_TOTAL / VMIO_BLOCK, sizeof(uint32_t));
+    if (f->reqs == NULL || f->ptrs == NULL || f->crc == NULL)
+        return fail_open(f, "calloc", VIDMM_E_NO_MEMORY);
+    for (size_t i = 0; i < f->n; i++) {
+        struct vmio_req *r = &f->reqs[i];
+        r->len = sp->bs;
+        r->off = f->off + i * sp->bs;
+        r->crc = f->crc + i * (sp->bs / VMIO_BLOCK);
+        r->done = io_done;
+        r->arg = f;
+        f->ptrs[i] = r;
+    }
+    /* Lay the file out and check one round trip. */
+    if ((rc = io_pass(f, VMIO_WRITE)) != 0)
+        return fail_open(f, "the first write", rc);
+    memset(b_env.dst, 0, IO_TOTAL);
+    if ((rc = io_pass(f, VMIO_READ)) != 0)
+        return fail_open(f, "the first read", rc);
+    if (memcmp(b_env.src, b_env.dst, IO_TOTAL) != 0) {
+        snprintf(f->why, sizeof(f->why), "the read-back differs from what was written");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * fio.
+ * ------------------------------------------------------------------------------------------- */
+
+static int fio_state; /* 0 unknown, 1 present, -1 missing */
+static bool fio_laid_out;
+
+static bool fio_present(void)
+{
+    if (fio_state == 0) {
+        FILE *p = popen("fio --version 2>/dev/null", "r");
+        char line[64] = "";
+        if (p != NULL) {
+            if (fgets(line, sizeof(line), p) == NULL)
+                line[0] = '\0';
+            fio_state = pclose(p) == 0 && strncmp(line, "fio-", 4) == 0 ? 1 : -1;
+        } else {
+            fio_state = -1;
+        }
+    }
+    return fio_state > 0;
+}
+
+/* Runs fio once; returns bytes/s of direction 'write', or NAN with 'why' set. Its JSON has one
+ * job whose "read" and "write" objects each carry "bw_bytes". */
+static double fio_run(int write, size_t bs, uint32_t qd, bool direct, size_t size, char *why, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "fio --name=vidmm --filename='%s/fio.tmp' --ioengine=io_uring --fixedbufs --registerfiles "
+             "--rw=%s --bs=%zu --iodepth=%u --size=%zu --loops=%d --direct=%d --output-format=json 2>/dev/null",
+             io_dir(), write ? "write" : "read", bs, qd, size, FIO_LOOPS, direct ? 1 : 0);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        snprintf(why, cap, "popen(fio) failed: %s", strerror(errno));
+        return NAN;
+    }
+    size_t len = 0, bcap = 1 << 16;
+    char *out = malloc(bcap);
+    for (size_t got; out != NULL && (got = fread(out + len, 1, bcap - 1 - len, p)) > 0;) {
+        len += got;
+        if (len + 1 == bcap) {
+            char *o = realloc(out, bcap * 2);
+            if (o == NULL)
+                break;
+            out = o;
+            bcap *= 2;
+        }
+    }
+    int st = pclose(p);
+    if (out == NULL) {
+        snprintf(why, cap, "out of memory");
+        return NAN;
+    }
+    out[len] = '\0';
+    double bw = NAN;
+    const char *sec = strstr(out, write ? "\"write\" : {" : "\"read\" : {");
+    const char *k = sec ? strstr(sec, "\"bw_bytes\"") : NULL;
+    const char *colon = k ? strchr(k, ':') : NULL;
+    if (st != 0 || colon == NULL)
+        snprintf(why, cap, "fio failed (exit status %d) or printed no bandwidth (run it by hand: %.60s...)", st, cmd);
+    else
+        bw = strtod(colon + 1, NULL);
+    free(out);
+    if (!(bw > 0) && !isnan(bw)) {
+        snprintf(why, cap, "fio reported no bandwidth");
+        bw = NAN;
+    }
+    return bw;
+}
+
+static void fio_measure(const struct io_spec *sp, bool direct)
+{
+    struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
+    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : FIO_RUNS_QUICK;
+    if (ff->runs >= runs)
+        return;
+    if (!fio_present()) {
+        snprintf(ff->why, sizeof(ff->why), "fio not installed (tools/bench.sh installs it: apt-get install fio)");
+        ff->runs = runs;
+        return;
+    }
+    if (!fio_laid_out) {
+        /* Written once in full, so every run below overwrites or reads allocated blocks. */
+        char why[160];
+        (void)fio_run(1, B_MiB, 8, direct, IO_TOTAL, why, sizeof(why)); /* FIO_LOOPS passes: plenty */
+        fio_laid_out = true;
+    }
+    double bw = fio_run(sp->write, sp->bs, sp->qd, direct, IO_TOTAL, ff->why, sizeof(ff->why));
+    ff->runs++;
+    if (!isnan(bw) && (isnan(ff->best) || bw > ff->best)) {
+        ff->best = bw;
+        ff->why[0] = '\0';
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The body.
+ * ------------------------------------------------------------------------------------------- */
+
+static void b_io_body(vbench_state *st, const void *arg)
+{
+    const struct b_case *c = arg;
+    const struct io_spec *sp = c->spec;
+    struct io_fixture *f = &fixtures[sp->backend][sp->ibs][sp->iqd];
+    if (f->state == 0)
+        f->state = fixture_open(sp, f) == 0 ? 1 : -1;
+    if (f->state < 0) {
+        if (strncmp(f->why, "skip: ", 6) == 0)
+            vbench_skip(st, f->why + 6);
+        else
+            vbench_fail(st, f->why);
+        return;
+    }
+    if (sp->backend == IO_URING)
+        fio_measure(sp, vmio_direct(f->io));
+
+    vbench_set_bytes_per_iteration(st, IO_TOTAL);
+    int rc = 0;
+    if (sp->write)
+        B_TIMED(st, rc, io_pass(f, VMIO_WRITE));
+    else
+        B_TIMED(st, rc, io_pass(f, VMIO_READ));
+    if (rc != 0)
+        vbench_fail(st, rc == VIDMM_E_IO ? "an I/O failed (VIDMM_E_IO: error or checksum mismatch)"
+                                         : "an I/O failed");
+}
+
+#else /* !VIDMM_BENCH_IO_LAYER */
+
+static void b_io_body(vbench_state *st, const void *arg)
+{
+    (void)arg;
+    vbench_skip(st, "the I/O layer is internal to the static library: configure with VIDMM_BUILD_STATIC=ON");
+}
+
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Cases and what the report asks.
+ * ------------------------------------------------------------------------------------------- */
+
+void b_io_cases(void)
+{
+    for (int w = 1; w >= 0; w--)
+        for (size_t i = 0; i < IO_NBS; i++)
+            for (size_t j = 0; j < IO_NQD; j++) {
+                fio_figs[w][i][j].best = NAN;
+                snprintf(fio_figs[w][i][j].why, sizeof(fio_figs[w][i][j].why), "not run");
+                for (int b = 0; b < IO_NBACKENDS; b++) {
+                    struct io_spec *sp = &specs[nspecs++];
+                    sp->write = w;
+                    sp->backend = b;
+                    sp->bs = io_bs[i];
+                    sp->qd = io_qd[j];
+                    sp->ibs = (int)i;
+                    sp->iqd = (int)j;
+                    char variant[24];
+                    snprintf(variant, sizeof(variant), "%s_qd%u", w ? "write" : "read", io_qd[j]);
+                    struct b_case *c = b_case_add("io", variant, io_backend_label[b], IO_TOTAL, b_io_body);
+                    /* The name ends in the block size; 'bytes' is what one iteration moves. */
+                    snprintf(c->name, sizeof(c->name), "io/%s/%s/%zu", variant, io_backend_label[b], io_bs[i]);
+                    c->spec = sp;
+                }
+            }
+}
+
+/* "fio/<write|read>/<bs>/<qd>" -> fio's GB/s (1e9 bytes/s), or NAN with '*why'. */
+double b_io_ref_gbps(const char *name, const char **why)
+{
+    char dir[8];
+    size_t bs;
+    unsigned qd;
+    *why = "no such fio figure";
+    if (sscanf(name, "fio/%7[a-z]/%zu/%u", dir, &bs, &qd) != 3)
+        return NAN;
+    int w = strcmp(dir, "write") == 0;
+    for (size_t i = 0; i < IO_NBS; i++)
+        for (size_t j = 0; j < IO_NQD; j++)
+            if (io_bs[i] == bs && io_qd[j] == qd) {
+                const struct fio_fig *ff = &fio_figs[w][i][j];
+                if (isnan(ff->best)) {
+                    *why = ff->why[0] ? ff->why : "fio not run";
+                    return NAN;
+                }
+                *why = NULL;
+                return ff->best / 1e9;
+            }
+    return NAN;
+}
+
+static double case_gbps(const char *name)
+{
+    int idx = b_case_find(name);
+    struct vbench_result r;
+    const struct b_case *c = idx >= 0 ? b_case_at((size_t)idx) : NULL;
+    if (c == NULL || c->id < 0 || vbench_result(c->id, &r) != 0 || r.status != VBENCH_OK || !(r.best_s > 0))
+        return NAN;
+    return (double)c->bytes / r.best_s / 1e9;
+}
+
+static void print_val(double v, const char *fmt, int width)
+{
+    if (isnan(v))
+        printf("%*s", width, "-");
+    else
+        printf(fmt, width, v);
+}
+
+/* The table of every measured direction x bs x depth: our backends beside fio. */
+void b_io_report_print(void)
+{
+    bool any = false;
+    for (size_t k = 0; k < nspecs && !any; k++) {
+        char name[B_NAME_MAX];
+        snprintf(name, sizeof(name), "io/%s_qd%u/uring/%zu", specs[k].write ? "write" : "read", specs[k].qd,
+                 specs[k].bs);
+        int idx = b_case_find(name);
+        any = idx >= 0 && b_case_at((size_t)idx)->id >= 0;
+    }
+    if (!any)
+        return;
+    printf("\n---- disk tier I/O (bench/bench_io.c): %s, %zu MiB per iteration ----\n", io_dir(), IO_TOTAL / B_MiB);
+    printf("%-6s %8s %4s %10s %10s %10s %9s %9s\n", "dir", "bs", "qd", "uring GB/s", "threads", "fio GB/s", "x fio",
+           "x threads");
+    for (int w = 1; w >= 0; w--)
+        for (size_t i = 0; i < IO_NBS; i++)
+            for (size_t j = 0; j < IO_NQD; j++) {
+                char nu[B_NAME_MAX], nt[B_NAME_MAX], nf[B_NAME_MAX];
+                const char *dir = w ? "write" : "read", *why;
+                snprintf(nu, sizeof(nu), "io/%s_qd%u/uring/%zu", dir, io_qd[j], io_bs[i]);
+                snprintf(nt, sizeof(nt), "io/%s_qd%u/threads/%zu", dir, io_qd[j], io_bs[i]);
+                snprintf(nf, sizeof(nf), "fio/%s/%zu/%u", dir, io_bs[i], io_qd[j]);
+                int iu = b_case_find(nu);
+                if (iu < 0 || b_case_at((size_t)iu)->id < 0)
+                    continue;
+                double u = case_gbps(nu), t = case_gbps(nt), fv = b_io_ref_gbps(nf, &why);
+                printf("%-6s %7zuK %4u ", dir, io_bs[i] / B_KiB, io_qd[j]);
+                print_val(u, "%*.3f", 10);
+                printf(" ");
+                print_val(t, "%*.3f", 10);
+                printf(" ");
+                print_val(fv, "%*.3f", 10);
+                printf(" ");
+                print_val(u / fv, "%*.3f", 9);
+                printf(" ");
+                print_val(u / t, "%*.3f", 9);
+                if (isnan(fv) && why != NULL)
+                    printf("  (fio: %s)", why);
+                printf("\n");
+            }
+}
+
+/* The fio figures, for the summary JSON ("io_reference": one object per measured one). */
+void b_io_write_json(FILE *f)
+{
+    fputs("  \"io_reference\": [", f);
+    bool first = true;
+    for (int w = 1; w >= 0; w--)
+        for (size_t i = 0; i < IO_NBS; i++)
+            for (size_t j = 0; j < IO_NQD; j++) {
+                const struct fio_fig *ff = &fio_figs[w][i][j];
+                if (ff->runs == 0)
+                    continue;
+                fprintf(f, "%s\n    {\"name\": \"fio/%s/%zu/%u\", \"tool\": \"fio io_uring\", \"runs\": %d, \"gbps\": ",
+                        first ? "" : ",", w ? "write" : "read", io_bs[i], io_qd[j], ff->runs);
+                if (isnan(ff->best))
+                    fputs("null", f);
+                else
+                    fprintf(f, "%.6g", ff->best / 1e9);
+                fputs(", \"reason\": ", f);
+                if (isnan(ff->best)) {
+                    fputc('"', f);
+                    for (const char *s = ff->why; *s; s++)
+                        if (*s == '"' || *s == '\\')
+                            fprintf(f, "\\%c", *s);
+                        else if ((unsigned char)*s >= 0x20)
+                            fputc(*s, f);
+                    fputc('"', f);
+                } else {
+                    fputs("null", f);
+                }
+                fputc('}', f);
+                first = false;
+            }
+    fputs(first ? "],\n" : "\n  ],\n", f);
+}
