@@ -202,8 +202,24 @@ struct vidmm_device_desc {
     uint32_t paging_log_capacity;       /* records kept by the paging log; 0: 65536 */
     uint32_t memory_tier;               /* best enum vidmm_memory_tier to try; 0: all */
     const struct vidmm_driver *driver;  /* NULL: built-in executor, no callbacks (copied) */
+    /* The disk tier: backing stores beyond sysmem_budget go to this swap file (created, and
+     * removed at destroy; NULL: no disk tier, the budget is not enforced). */
+    const char *swap_path;
+    uint64_t swap_max;                  /* bytes of swap file at most; 0: 4 x the segments' sizes */
+    uint32_t io_backend;                /* enum vidmm_io_backend; the environment's
+                                           VIDMM_IO_BACKEND=uring|threads|sync overrides AUTO */
+    uint32_t io_queue_depth;            /* requests in flight per ring; 0: 32 */
 };
-#define VIDMM_DEVICE_DESC_INIT { sizeof(struct vidmm_device_desc), NULL, 0, 0, 1, 0, 0, 0, 0, 0, 0, NULL }
+#define VIDMM_DEVICE_DESC_INIT { sizeof(struct vidmm_device_desc), NULL, 0, 0, 1, 0, 0, 0, 0, 0, 0, NULL, \
+                                 NULL, 0, 0, 0 }
+
+/* How the disk tier moves bytes. */
+enum vidmm_io_backend {
+    VIDMM_IO_AUTO = 0,          /* io_uring, else the thread pool */
+    VIDMM_IO_URING = 1,         /* io_uring (liburing) */
+    VIDMM_IO_THREADS = 2,       /* a pool of threads calling pread / pwrite */
+    VIDMM_IO_SYNC = 3           /* pread / pwrite in the calling thread */
+};
 
 /* vidmm_device_create() validates the segment table (spec 15.1) and creates a device, its
  * segments' memory and its paging threads. Returns: 0, VIDMM_E_INVALID_ARG (a rule of spec
@@ -302,7 +318,7 @@ enum vidmm_where {
     VIDMM_WHERE_SEGMENT = 1,     /* in a memory segment */
     VIDMM_WHERE_APERTURE = 2,    /* backing-store pages mapped in an aperture segment */
     VIDMM_WHERE_SYSMEM = 3,      /* evicted to its system-memory backing store */
-    VIDMM_WHERE_DISK = 4         /* paged out to the swap file */
+    VIDMM_WHERE_DISK = 4         /* written out to the swap file (the disk tier) */
 };
 
 struct vidmm_alloc_info {
@@ -321,6 +337,8 @@ struct vidmm_alloc_info {
     bool pinned;                 /* Overlay / Capture (until device removal) */
     uint32_t instance;           /* rename instance index of 'h' */
     vidmm_handle current;        /* the allocation's current instance */
+    bool content_lost;           /* the disk tier could not read it back intact (checksum or I/O
+                                    error): its content was reset to the fill pattern */
 };
 
 /* vidmm_alloc_query() describes allocation 'h'. Returns 0, VIDMM_E_INVALID_ARG,
@@ -340,6 +358,25 @@ VIDMM_API int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles,
 struct vidmm_residency;
 VIDMM_API int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
                                   struct vidmm_residency *where);
+
+/* vidmm_make_resident_async() starts reading back from the disk tier every listed allocation
+ * that was written out, and returns at once with '*paging_fence': once that fence has passed
+ * (vidmm_paging_fence_wait() / vidmm_paging_fence_completed()), a lock, submission or
+ * make-resident of them has no disk read to wait for. Allocations not on disk need nothing.
+ * Returns 0, VIDMM_E_INVALID_ARG, VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_make_resident_async(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
+                                        uint64_t *paging_fence);
+
+/* vidmm_paging_fence_completed() returns the last paging fence of the disk tier all of whose
+ * reads have completed; vidmm_paging_fence_wait() waits for 'fence' (timeout as
+ * vidmm_fence_wait()). Returns 0, VIDMM_E_TIMEOUT, VIDMM_E_INVALID_ARG (never issued). */
+VIDMM_API uint64_t vidmm_paging_fence_completed(vidmm_device *dev);
+VIDMM_API int vidmm_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns);
+
+/* vidmm_trim_to_budget() writes out the coldest backing stores until system memory is within
+ * sysmem_budget (what the engine also does after every call), and with 'wait' waits until every
+ * write-out in flight has completed. Returns 0, VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_trim_to_budget(vidmm_device *dev, bool wait);
 
 /* vidmm_evict() evicts allocations from their segments now (to their eviction segment or the
  * backing store), as memory pressure would. Locked, pinned and busy allocations are refused.
@@ -374,7 +411,9 @@ struct vidmm_residency {
 #define VIDMM_SUBMIT_DONOT_WAIT 0x1u  /* fail with VIDMM_E_BUSY rather than wait for a busy
                                          allocation the placement needs to move */
 
-/* vidmm_submit() makes every listed allocation resident (placing and evicting as spec 15.3-5
+/* vidmm_submit() makes every listed allocation resident (reading back from the disk tier what
+ * was written out: with VIDMM_SUBMIT_DONOT_WAIT such a read is started and VIDMM_E_BUSY
+ * returned; a read that fails its checksum returns VIDMM_E_IO; placing and evicting as spec 15.3-5
  * say; locked ones per spec 15.17: one whose content is in its backing store is used through
  * an aperture segment of its set, and one locked in place in a CPU-visible memory segment
  * stays there - the lock's pointer must stay valid and segment memory cannot be remapped under
@@ -441,9 +480,11 @@ struct vidmm_lock_args {
 
 /* vidmm_lock() locks an allocation for CPU access: validation (spec 6.3 / 15.11), relock
  * rules (15.12), synchronisation (15.13), placement (15.14), swizzled locks (15.15, 8.2),
- * alternate VAs (15.16), renaming (15.18). Returns: 0; VIDMM_E_INVALID_ARG; VIDMM_E_BUSY
- * (busy and DONOT_WAIT, or a Discard that could not rename); VIDMM_E_NOT_AVAILABLE (no
- * aperture and DONOT_EVICT); VIDMM_E_CANT_EVICT_PINNED; VIDMM_E_NO_MEMORY;
+ * alternate VAs (15.16), renaming (15.18). An allocation written out to the disk tier is read
+ * back first. Returns: 0; VIDMM_E_INVALID_ARG; VIDMM_E_BUSY (busy and DONOT_WAIT - also while
+ * its read-back from disk runs -, or a Discard that could not rename); VIDMM_E_NOT_AVAILABLE
+ * (no aperture and DONOT_EVICT); VIDMM_E_CANT_EVICT_PINNED; VIDMM_E_NO_MEMORY; VIDMM_E_IO
+ * (the read-back failed: the content is lost, reset to the fill pattern);
  * VIDMM_E_DEVICE_REMOVED. Blocks while the allocation is busy unless told not to. */
 VIDMM_API int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args);
 
@@ -490,6 +531,16 @@ struct vidmm_stats {
     uint64_t paging_log_dropped;
     uint64_t cache_flushes, cache_invalidates;
     struct vidmm_segment_stats segments[VIDMM_MAX_SEGMENTS];
+    /* The disk tier. */
+    uint64_t sysmem_budget;      /* as configured (0: none) */
+    uint32_t io_backend;         /* enum vidmm_io_backend running (AUTO: no disk tier) */
+    uint32_t io_direct;          /* the swap file is open with O_DIRECT */
+    uint64_t swap_size, swap_used;
+    uint64_t swap_writes, swap_reads;           /* allocations written out / read back */
+    uint64_t swap_bytes_written, swap_bytes_read;
+    uint64_t swap_in_flight, swap_max_in_flight; /* I/O requests queued or running (queue depth) */
+    uint64_t swap_write_failures;               /* write-outs that failed: the content stayed */
+    uint64_t swap_read_failures;                /* read-backs that failed: content lost */
 };
 
 /* vidmm_get_stats() fills '*out'. Returns 0, VIDMM_E_INVALID_ARG (size_of too small). Works

@@ -141,6 +141,7 @@ struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
     struct vm_alloc *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
+    a->dev = dev;
     a->g = g;
     a->range = -1;
     a->index = g->ninst;
@@ -166,6 +167,10 @@ struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
  * joins a segment's (take_space), as both use the same links. */
 void vm_set_where(vidmm_device *dev, struct vm_alloc *a, uint32_t where)
 {
+    /* Content that moves is content a disk copy in the making no longer matches: a write-out
+     * completing after any move keeps the memory (swap.c). */
+    if (a->where != where)
+        a->gen++;
     if (a->where == VIDMM_WHERE_SYSMEM && where != VIDMM_WHERE_SYSMEM && a->in_sysmem)
         vm_sysmem_unlist(dev, a);
     if (where == VIDMM_WHERE_SYSMEM && !a->in_sysmem && !a->seg) {
@@ -223,13 +228,15 @@ static void backing_free(vidmm_device *dev, struct vm_alloc *a)
     /* The pages go back to the system and read as zeros for the next owner. */
     vmos_arena_release(&dev->arena, (size_t)a->backing_off, (size_t)a->g->size);
     vmr_give(&dev->arena_space, a->backing_off, a->g->size);
-    dev->sysmem_used -= a->g->size;
+    if (a->where != VIDMM_WHERE_DISK) /* on disk, its memory was uncounted when it went out */
+        dev->sysmem_used -= a->g->size;
     a->has_backing = false;
     a->backing = NULL;
 }
 
 void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
 {
+    vm_swap_forget(dev, a);
     vm_locks_drop(dev, a);
     vm_range_release_alloc(dev, a);
     vm_unplace(dev, a);
@@ -300,7 +307,7 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
     }
     *out = a->handle;
 out:
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     return err;
 }
 
@@ -318,14 +325,25 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
     /* Paging already queued for any instance must finish before its memory is reused. */
     for (;;) {
         uint64_t last = 0;
-        bool held = false;
+        bool held = false, io = false;
         for (uint32_t k = 0; k < g->ninst; k++) {
-            if (g->inst[k]->paging_fence > last)
-                last = g->inst[k]->paging_fence;
-            held |= g->inst[k]->hold != 0;
+            struct vm_alloc *x = g->inst[k];
+            if (x->paging_fence > last)
+                last = x->paging_fence;
+            held |= x->hold != 0;
+            x->dying = true; /* a write-out completing now drops its copy */
+            io |= x->swap == VM_SWAP_WRITING || x->swap == VM_SWAP_READING;
         }
-        if (last <= dev->paging_done && !held)
+        if (last <= dev->paging_done && !held && !io)
             break;
+        if (io) {
+            pthread_cond_wait(&dev->io_cv, &dev->mu); /* disk I/O of it finishes first */
+            if (vm_lookup(dev, h) != a) {
+                pthread_mutex_unlock(&dev->mu);
+                return VIDMM_E_INVALID_ARG;
+            }
+            continue;
+        }
         /* Another thread is in the middle of placing or locking it (misuse, but no crash). */
         if (last <= dev->paging_done) {
             dev->hold_waiters++;
@@ -378,6 +396,7 @@ int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info
         info->pinned = a->pinned;
         info->instance = a->index;
         info->current = a->g->inst[a->g->current]->handle;
+        info->content_lost = a->content_lost;
     }
     pthread_mutex_unlock(&dev->mu);
     return err;

@@ -138,6 +138,7 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
 
 static void device_free(vidmm_device *dev)
 {
+    vm_swap_close(dev);
     for (uint32_t i = 0; i < dev->nseg; i++)
         segment_fini(&dev->seg[i]);
     for (uint32_t i = 0; i < dev->nranges; i++)
@@ -153,6 +154,7 @@ static void device_free(vidmm_device *dev)
     free(dev->log);
     pthread_mutex_destroy(&dev->range_cb_mu);
     pthread_cond_destroy(&dev->paging_cv);
+    pthread_cond_destroy(&dev->io_cv);
     pthread_cond_destroy(&dev->fence_cv);
     pthread_mutex_destroy(&dev->mu);
     free(dev);
@@ -171,6 +173,7 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     pthread_mutex_init(&dev->mu, NULL);
     pthread_cond_init(&dev->fence_cv, NULL);
     pthread_cond_init(&dev->paging_cv, NULL);
+    pthread_cond_init(&dev->io_cv, NULL);
     pthread_mutex_init(&dev->range_cb_mu, NULL);
     dev->flags = desc->flags;
     dev->aperture_commit_limit = desc->aperture_commit_limit;
@@ -202,6 +205,8 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
             goto fail;
         }
     }
+    if ((err = vm_swap_open(dev, desc)) != 0)
+        goto fail;
     if ((err = vm_paging_start(dev, desc->paging_threads)) != 0)
         goto fail;
     *out = dev;
@@ -220,6 +225,7 @@ void vidmm_device_destroy(vidmm_device *dev)
     pthread_mutex_unlock(&dev->mu);
     vm_wait_paging(dev, last);
     vm_paging_stop(dev);
+    vm_swap_close(dev); /* I/O in flight is cancelled or completes first */
     pthread_mutex_lock(&dev->mu);
     for (uint32_t i = 1; i <= dev->table_top; i++) {
         struct vm_alloc *a = dev->table[i];
@@ -406,6 +412,7 @@ int vidmm_get_stats(vidmm_device *dev, struct vidmm_stats *out)
         o->allocations = s->count;
         o->memory_tier = s->aperture ? VIDMM_TIER_BASE : (uint32_t)s->mem.tier;
     }
+    vm_swap_stats(dev, out);
     pthread_mutex_unlock(&dev->mu);
     return 0;
 }

@@ -21,8 +21,13 @@
 #include "vidmm/swizzle.h"
 #include "engine/rangeset.h"
 #include "engine/os/os.h"
+#include "engine/io/io.h"
 
 #define VM_MAX_RANGES 64u
+#define VM_SWAP_BATCH 64u           /* disk I/O requests started per call at most */
+
+/* The disk tier's states of an allocation (lib/engine/swap.c). */
+enum vm_swap_state { VM_SWAP_NONE = 0, VM_SWAP_WRITING, VM_SWAP_ON_DISK, VM_SWAP_READING };
 #define VM_MAX_THREADS 64u
 #define VM_HANDLE_INDEX_BITS 24u
 #define VM_HANDLE_INDEX_MASK ((1u << VM_HANDLE_INDEX_BITS) - 1u)
@@ -80,6 +85,7 @@ enum vm_lock_mode {
 
 /* One instance of an allocation: what is placed, evicted, locked and submitted. */
 struct vm_alloc {
+    vidmm_device *dev;
     struct vm_group *g;
     vidmm_handle handle;
     uint32_t index;             /* instance index in g->inst */
@@ -111,6 +117,16 @@ struct vm_alloc {
     uint32_t ndirty_pages, cap_dirty_pages;
     bool dirty_all_pages;
     bool cpu_wrote;             /* Cached, CPU wrote it in a non-coherent segment: flush before GPU use */
+    /* the disk tier */
+    uint32_t swap;              /* enum vm_swap_state */
+    uint64_t swap_off;          /* its extent in the swap file */
+    uint32_t *swap_crc;         /* a CRC32C per VMIO_BLOCK of the extent */
+    uint64_t gen, gen_at_write; /* content generation: CPU writes in system memory bump it */
+    uint64_t io_fence;          /* paging fence of its read-back */
+    int io_err;                 /* a failed read-back, for the call that waits for it */
+    bool content_lost;
+    bool dying;
+    struct vmio_req req;
     bool gpu_wrote;             /* Cached, GPU wrote it there: invalidate before CPU use */
     struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
     uint32_t bucket_prio;       /* the bucket it is in */
@@ -188,6 +204,18 @@ struct vidmm_device {
     struct vm_range ranges[VM_MAX_RANGES];
     pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
 
+    /* the disk tier (swap.c) */
+    struct vmio *io;            /* NULL: no disk tier */
+    uint64_t budget;            /* sysmem_budget */
+    uint64_t writing;           /* bytes of write-outs in flight */
+    uint64_t backoff_until;     /* no write-out before (CLOCK_MONOTONIC ns) after a failure */
+    pthread_cond_t io_cv;       /* a disk read or write completed */
+    uint64_t io_fence_issued;
+    uint64_t *io_out;           /* paging fences of reads in flight, increasing */
+    size_t n_io_out, cap_io_out;
+    struct vmio_req *pending[VM_SWAP_BATCH + 1]; /* to submit once the mutex is released */
+    unsigned npending;
+
     /* log */
     struct vidmm_paging_op *log;
     uint32_t log_cap, log_head, log_len;
@@ -233,6 +261,15 @@ void vm_paging_stop(vidmm_device *dev);
 uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p);
 int vm_wait_paging(vidmm_device *dev, uint64_t fence);
 int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence);
+
+/* swap.c */
+int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);
+void vm_swap_close(vidmm_device *dev);
+void vm_budget(vidmm_device *dev);
+void vm_unlock_and_page(vidmm_device *dev);
+int vm_swap_in(vidmm_device *dev, struct vm_alloc *const *as, uint32_t n, bool wait, uint64_t *fence);
+void vm_swap_forget(vidmm_device *dev, struct vm_alloc *a);
+void vm_swap_stats(vidmm_device *dev, struct vidmm_stats *out);
 
 /* lock.c */
 void vm_range_release_alloc(vidmm_device *dev, struct vm_alloc *a);

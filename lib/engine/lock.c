@@ -416,7 +416,9 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
         return VIDMM_E_INVALID_ARG;
     pthread_mutex_lock(&dev->mu);
     int err = 0;
-    struct vm_alloc *a = vm_lookup(dev, args->allocation);
+    struct vm_alloc *a;
+retry:
+    a = vm_lookup(dev, args->allocation);
     if (dev->removed)
         err = VIDMM_E_DEVICE_REMOVED;
     else if (!a)
@@ -435,6 +437,14 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
         args->data = a->lock_ptr + page_off;
         dev->st.locks++;
         goto out;
+    }
+    if (a->where == VIDMM_WHERE_DISK || a->swap == VM_SWAP_READING ||
+        (a->swap == VM_SWAP_WRITING && !(f & VIDMM_LOCK_READ_ONLY))) {
+        /* Written out to the disk tier: read it back first (DonotWait: start it, say busy). A
+         * write-out in flight reads the backing store: a writable lock waits for it. */
+        if ((err = vm_swap_in(dev, &a, 1, !(f & VIDMM_LOCK_DONOT_WAIT), NULL)) != 0)
+            goto out;
+        goto retry; /* the mutex was released: everything is checked again */
     }
     const struct vm_group *g = a->g;
     const bool discard = (f & VIDMM_LOCK_DISCARD) && !a->pinned &&
@@ -501,6 +511,8 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
     }
     if (writable && sysmem_backed(g))
         note_dirty_pages(a, args);
+    if (writable)
+        a->gen++; /* a disk copy being written now is stale */
     a->lock_count = 1;
     a->lock_mode = mode;
     a->lock_flags = f;
@@ -510,7 +522,7 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
     args->data = ptr + page_off;
     dev->st.locks++;
 out:
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     return err;
 }
 
@@ -659,7 +671,7 @@ int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
     }
     for (uint32_t i = 0; !err && i < count; i++)
         unlock_one(dev, vm_lookup(dev, handles[i]));
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     return err;
 }
 

@@ -507,6 +507,8 @@ static uint32_t allowed_set(const vidmm_device *dev, const struct vm_alloc *a, u
 
 int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool donot_wait)
 {
+    if (a->where == VIDMM_WHERE_DISK)
+        return VIDMM_E_BUSY; /* callers read it back from the disk tier first (vm_swap_in) */
     uint32_t allowed = allowed_set(dev, a, use);
     if ((a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE) &&
         (allowed & (1u << (a->seg->id - 1)))) {
@@ -589,7 +591,7 @@ int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count)
         if (a->paging_fence > last)
             last = a->paging_fence;
     }
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     if (last) {
         int e = vm_wait_paging(dev, last);
         if (!err)

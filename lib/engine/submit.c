@@ -66,6 +66,35 @@ static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
     return 0;
 }
 
+/* Bring back from the disk tier every listed allocation that is there; with 'donot_wait'
+ * start the reads and say BUSY. The mutex is released while waiting: the caller checks the
+ * list again afterwards. Returns 0 when nothing had to be read. */
+static int swap_in_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
+                        bool *waited)
+{
+    struct vm_alloc *as[VM_SWAP_BATCH];
+    uint32_t n = 0;
+    *waited = false;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        if (a->where != VIDMM_WHERE_DISK && a->swap == VM_SWAP_NONE)
+            continue;
+        as[n++] = a;
+        if (n == VM_SWAP_BATCH || i + 1 == count) {
+            int err = vm_swap_in(dev, as, n, !donot_wait, NULL);
+            *waited = true;
+            if (err)
+                return err;
+            n = 0;
+        }
+    }
+    if (n) {
+        *waited = true;
+        return vm_swap_in(dev, as, n, !donot_wait, NULL);
+    }
+    return 0;
+}
+
 /* hold()/release(): the listed allocations are no victims while a call places them, waits for
  * their paging and issues its fence - neither for each other nor for other threads. */
 static void hold(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, int d)
@@ -128,11 +157,19 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     if (!dev || !refs || count == 0 || count > VM_MAX_REFS || (flags & ~VIDMM_SUBMIT_DONOT_WAIT))
         return VIDMM_E_INVALID_ARG;
     pthread_mutex_lock(&dev->mu);
-    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+    int err;
     uint64_t last = 0;
-    if (err) {
-        pthread_mutex_unlock(&dev->mu);
-        return err;
+    for (;;) {
+        bool waited;
+        err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+        if (!err)
+            err = swap_in_refs(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, &waited);
+        if (err) {
+            vm_unlock_and_page(dev);
+            return err;
+        }
+        if (!waited)
+            break; /* the list checked and every allocation in memory, without a wait between */
     }
     hold(dev, refs, count, 1);
     err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, false, &last);
@@ -150,7 +187,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
             err = VIDMM_E_NO_VIDEO_MEMORY;
     }
     if (err) {
-        pthread_mutex_unlock(&dev->mu);
+        vm_unlock_and_page(dev);
         return err;
     }
     const uint64_t f = ++dev->fence_issued;
@@ -175,7 +212,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     dev->st.submissions++;
     if (fence)
         *fence = f;
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     return 0;
 }
 
@@ -191,8 +228,16 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
         refs[i].flags = 0;
     }
     pthread_mutex_lock(&dev->mu);
-    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+    int err;
     uint64_t last = 0;
+    for (;;) {
+        bool waited = false;
+        err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+        if (!err)
+            err = swap_in_refs(dev, refs, count, false, &waited);
+        if (err || !waited)
+            break;
+    }
     if (!err) {
         hold(dev, refs, count, 1);
         err = place_all(dev, refs, count, false, true, &last);
@@ -205,7 +250,7 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
         if (a)
             fill_residency(a, &where[i]);
     }
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     if (refs != small)
         free(refs);
     return err;
@@ -222,6 +267,8 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
         err = VIDMM_E_DEVICE_REMOVED;
     else if (!a || offset > a->g->size || a->g->size - offset < n)
         err = VIDMM_E_INVALID_ARG;
+    if (!err && (a->where == VIDMM_WHERE_DISK || (write && a->swap != VM_SWAP_NONE)))
+        err = vm_swap_in(dev, &a, 1, true, NULL); /* back from disk; a write waits for a write-out */
     if (!err)
         err = vm_wait_paging_locked(dev, a->paging_fence);
     if (!err && (a = vm_lookup(dev, h)) == NULL)
@@ -243,13 +290,14 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
     uint8_t *p = vm_content_ptr(dev, a) + offset;
     if (write) {
         memcpy(p, buf, n);
+        a->gen++;
         if (a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE)
             a->dirty = true;
     } else {
         memcpy(buf, p, n);
     }
 out:
-    pthread_mutex_unlock(&dev->mu);
+    vm_unlock_and_page(dev);
     return err;
 }
 

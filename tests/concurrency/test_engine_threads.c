@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "t_helpers.h"
 
 #define N_THREADS 6
@@ -149,7 +150,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void run(uint32_t paging_threads)
+static void run(uint32_t paging_threads, bool disk)
 {
     /* 6 threads x 4 x 256 KiB = 6 MiB of owned allocations for a 4 MiB first segment: constant
      * eviction between threads; the second (non-CPU-visible) segment takes the overflow. */
@@ -161,6 +162,15 @@ static void run(uint32_t paging_threads)
     dd.segments = segs;
     dd.segment_count = 2;
     dd.paging_threads = paging_threads;
+    char dir[] = "/var/tmp/vidmm-stress-XXXXXX", path[64] = "";
+    if (disk) {
+        /* The disk tier under the same load: 2 MiB of system memory for ~6 MiB of content that
+         * does not fit the segments, so write-outs and read-backs run beside everything else. */
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/swap", dir);
+        dd.swap_path = path;
+        dd.sysmem_budget = 2u << 20;
+    }
     struct shared sh;
     memset(&sh, 0, sizeof sh);
     int err = vidmm_device_create(&dd, &sh.dev);
@@ -198,17 +208,28 @@ static void run(uint32_t paging_threads)
     cr_assert_eq(vidmm_get_stats(sh.dev, &st), 0);
     cr_assert_gt(st.evictions, 0, "the stress never evicted");
     cr_assert_eq(st.allocations, (uint64_t)N_SHARED, "allocations leaked: %llu live", (unsigned long long)st.allocations);
+    if (disk)
+        cr_assert_gt(st.swap_writes, 0, "the disk tier never wrote");
     free(w);
     pthread_barrier_destroy(&sh.start);
     vidmm_device_destroy(sh.dev);
+    if (disk) {
+        unlink(path);
+        rmdir(dir);
+    }
 }
 
 Test(engine_threads, stress_two_paging_threads, .timeout = 300)
 {
-    run(2);
+    run(2, false);
 }
 
 Test(engine_threads, stress_callers_run_paging, .timeout = 300)
 {
-    run(0);
+    run(0, false);
+}
+
+Test(engine_threads, stress_with_disk_tier, .timeout = 300)
+{
+    run(2, true);
 }

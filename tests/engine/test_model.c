@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "t_helpers.h"
 
 #define N_ALLOCS 20
@@ -384,7 +385,7 @@ static void drain_log(struct model *m, uint64_t *hash)
     }
 }
 
-static void run_model(struct vidmm_driver *drv, uint32_t threads, uint64_t stream, uint64_t *log_hash)
+static void run_model_ex(struct vidmm_driver *drv, uint32_t threads, uint64_t stream, uint64_t *log_hash, bool disk)
 {
     struct model *m = calloc(1, sizeof *m);
     cr_assert_not_null(m);
@@ -408,6 +409,14 @@ static void run_model(struct vidmm_driver *drv, uint32_t threads, uint64_t strea
     dd.driver = drv;
     if (log_hash)
         dd.flags |= VIDMM_DEVICE_LOG_PAGING;
+    char dir[] = "/var/tmp/vidmm-model-XXXXXX", path[64] = "";
+    if (disk) {
+        /* The disk tier too: 3 MiB of system memory for the content that does not fit. */
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/swap", dir);
+        dd.swap_path = path;
+        dd.sysmem_budget = 3u << 20;
+    }
     int err = vidmm_device_create(&dd, &m->dev);
     cr_assert_eq(err, 0, "device_create: %s", vidmm_strerror(err));
     for (int i = 0; i < N_ALLOCS; i++)
@@ -430,11 +439,24 @@ static void run_model(struct vidmm_driver *drv, uint32_t threads, uint64_t strea
     cr_assert_gt(st.paging_ops[VIDMM_PAGING_TRANSFER], 10);
     cr_assert_gt(st.paging_ops[VIDMM_PAGING_FILL], 0);
     cr_assert_gt(st.paging_ops[VIDMM_PAGING_MAP_APERTURE_SEGMENT], 0);
+    if (disk) {
+        cr_assert_gt(st.swap_writes, 10, "only %llu write-outs", (unsigned long long)st.swap_writes);
+        cr_assert_gt(st.swap_reads, 10, "only %llu read-backs", (unsigned long long)st.swap_reads);
+    }
     for (int i = 0; i < N_ALLOCS; i++)
         if (m->a[i].h)
             m_destroy(m, i);
     vidmm_device_destroy(m->dev);
     free(m);
+    if (disk) {
+        unlink(path);
+        rmdir(dir);
+    }
+}
+
+static void run_model(struct vidmm_driver *drv, uint32_t threads, uint64_t stream, uint64_t *log_hash)
+{
+    run_model_ex(drv, threads, stream, log_hash, false);
 }
 
 Test(model, builtin_inline, .timeout = 300)
@@ -481,4 +503,11 @@ Test(model, deterministic_paging_log, .timeout = 300)
     cr_assert_eq(h0, h1, "paging logs differ between 0 and 2 paging threads");
     cr_assert_eq(h0, h2, "paging logs differ between two runs");
     cr_assert_neq(h0, 1469598103934665603ull, "empty paging log");
+}
+
+/* The disk tier under the same random sequences: backing stores beyond 3 MiB go to the swap
+ * file and come back on use - every byte still checked after every step. */
+Test(model, with_disk_tier, .timeout = 300)
+{
+    run_model_ex(NULL, 1, 6, NULL, true);
 }
