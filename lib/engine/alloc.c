@@ -369,13 +369,8 @@ int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info
 {
     if (!dev || !info || info->size_of < sizeof *info)
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    struct vm_alloc *a = vm_lookup(dev, h);
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!a)
-        err = VIDMM_E_INVALID_ARG;
+    int err;
+    struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err) {
         memset(info, 0, sizeof *info);
         info->size_of = sizeof *info;
@@ -407,10 +402,7 @@ int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uin
     if (!dev || !handles || !priorities || count == 0)
         return VIDMM_E_INVALID_ARG;
     pthread_mutex_lock(&dev->mu);
-    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
-    for (uint32_t i = 0; !err && i < count; i++)
-        if (!vm_lookup(dev, handles[i]))
-            err = VIDMM_E_INVALID_ARG;
+    int err = vm_check_handles(dev, handles, count);
     /* Applied at once, to every instance (they share the group), spec 5 / 15.19. */
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_group *g = vm_lookup(dev, handles[i])->g;

@@ -321,6 +321,34 @@ void vm_handle_free(vidmm_device *dev, vidmm_handle h)
     dev->live--;
 }
 
+struct vm_alloc *vm_enter(vidmm_device *dev, vidmm_handle h, int *err)
+{
+    pthread_mutex_lock(&dev->mu);
+    struct vm_alloc *a = vm_lookup(dev, h);
+    *err = dev->removed ? VIDMM_E_DEVICE_REMOVED : a ? 0 : VIDMM_E_INVALID_ARG;
+    return *err ? NULL : a;
+}
+
+int vm_check_handles(vidmm_device *dev, const vidmm_handle *h, uint32_t n)
+{
+    if (dev->removed)
+        return VIDMM_E_DEVICE_REMOVED;
+    for (uint32_t i = 0; i < n; i++)
+        if (!vm_lookup(dev, h[i]))
+            return VIDMM_E_INVALID_ARG;
+    return 0;
+}
+
+void vm_deadline(uint64_t timeout_ns, struct timespec *dl)
+{
+    clock_gettime(CLOCK_REALTIME, dl);
+    if (timeout_ns != UINT64_MAX) {
+        uint64_t ns = (uint64_t)dl->tv_nsec + timeout_ns % 1000000000ull;
+        dl->tv_sec += (time_t)(timeout_ns / 1000000000ull + ns / 1000000000ull);
+        dl->tv_nsec = (long)(ns % 1000000000ull);
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Submission fences.
  * ------------------------------------------------------------------------------------------- */
@@ -363,12 +391,7 @@ int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
     if (!dev)
         return VIDMM_E_INVALID_ARG;
     struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    if (timeout_ns != UINT64_MAX) {
-        uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000ull;
-        dl.tv_sec += (time_t)(timeout_ns / 1000000000ull + ns / 1000000000ull);
-        dl.tv_nsec = (long)(ns % 1000000000ull);
-    }
+    vm_deadline(timeout_ns, &dl);
     pthread_mutex_lock(&dev->mu);
     int err = 0;
     if (fence > dev->fence_issued)

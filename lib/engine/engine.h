@@ -230,6 +230,14 @@ struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h);
 int vm_handle_new(vidmm_device *dev, struct vm_alloc *a);
 void vm_handle_free(vidmm_device *dev, vidmm_handle h);
 void vm_wait_fence(vidmm_device *dev, uint64_t fence);
+/* vm_enter() takes the device mutex (held on return either way) and finds 'h'; NULL with '*err'
+ * (VIDMM_E_DEVICE_REMOVED, VIDMM_E_INVALID_ARG) when the call cannot go on. */
+struct vm_alloc *vm_enter(vidmm_device *dev, vidmm_handle h, int *err);
+/* vm_check_handles(): the device is not removed and every handle is known (mutex held). */
+int vm_check_handles(vidmm_device *dev, const vidmm_handle *h, uint32_t n);
+/* vm_deadline(): CLOCK_REALTIME now + timeout_ns, for pthread_cond_timedwait (UINT64_MAX: now). */
+struct timespec;
+void vm_deadline(uint64_t timeout_ns, struct timespec *dl);
 
 /* alloc.c */
 bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only);

@@ -575,10 +575,7 @@ int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count)
     if (!dev || !handles || count == 0)
         return VIDMM_E_INVALID_ARG;
     pthread_mutex_lock(&dev->mu);
-    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
-    for (uint32_t i = 0; !err && i < count; i++)
-        if (!vm_lookup(dev, handles[i]))
-            err = VIDMM_E_INVALID_ARG;
+    int err = vm_check_handles(dev, handles, count);
     uint64_t last = 0;
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, handles[i]);

@@ -260,12 +260,9 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
 {
     if (!dev || (!buf && n))
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    struct vm_alloc *a = vm_lookup(dev, h);
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!a || offset > a->g->size || a->g->size - offset < n)
+    int err;
+    struct vm_alloc *a = vm_enter(dev, h, &err);
+    if (!err && (offset > a->g->size || a->g->size - offset < n))
         err = VIDMM_E_INVALID_ARG;
     if (!err && (a->where == VIDMM_WHERE_DISK || (write && a->swap != VM_SWAP_NONE)))
         err = vm_swap_in(dev, &a, 1, true, NULL); /* back from disk; a write waits for a write-out */
@@ -305,12 +302,9 @@ int vidmm_invalidate_cache(vidmm_device *dev, vidmm_handle h, uint64_t offset, u
 {
     if (!dev)
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    struct vm_alloc *a = vm_lookup(dev, h);
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!a || offset > a->g->size || a->g->size - offset < n)
+    int err;
+    struct vm_alloc *a = vm_enter(dev, h, &err);
+    if (!err && (offset > a->g->size || a->g->size - offset < n))
         err = VIDMM_E_INVALID_ARG;
     if (!err && n) {
         uint8_t *p = vm_content_ptr(dev, a);

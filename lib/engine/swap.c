@@ -356,10 +356,7 @@ int vidmm_make_resident_async(vidmm_device *dev, const vidmm_handle *handles, ui
     if (!dev || !handles || count == 0 || count > 65536 || !paging_fence)
         return VIDMM_E_INVALID_ARG;
     pthread_mutex_lock(&dev->mu);
-    int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
-    for (uint32_t i = 0; !err && i < count; i++)
-        if (!vm_lookup(dev, handles[i]))
-            err = VIDMM_E_INVALID_ARG;
+    int err = vm_check_handles(dev, handles, count);
     uint64_t f = fence_completed(dev);
     for (uint32_t i = 0; !err && i < count; i += VM_SWAP_BATCH) {
         struct vm_alloc *as[VM_SWAP_BATCH];
@@ -394,12 +391,7 @@ int vidmm_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_
     if (!dev)
         return VIDMM_E_INVALID_ARG;
     struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    if (timeout_ns != UINT64_MAX) {
-        uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000ull;
-        dl.tv_sec += (time_t)(timeout_ns / 1000000000ull + ns / 1000000000ull);
-        dl.tv_nsec = (long)(ns % 1000000000ull);
-    }
+    vm_deadline(timeout_ns, &dl);
     pthread_mutex_lock(&dev->mu);
     int err = fence > dev->io_fence_issued ? VIDMM_E_INVALID_ARG : 0;
     while (!err && fence_completed(dev) < fence) {
