@@ -82,7 +82,11 @@ enum b_tkind {
     B_T_INFO_MS,    /* ms per call of case, no goal */
     B_T_INFO_GBPS,  /* GB/s of case, no goal */
     B_T_EXT_RATIO,  /* gbps(case) / the outside tool's GB/s named ref1 (bench_io.c: fio) >= goal */
-    B_T_EXT_GBPS    /* the outside tool's GB/s named 'name', no goal */
+    B_T_EXT_GBPS,   /* the outside tool's GB/s named 'name', no goal */
+    B_T_EXT_TIME,   /* median time per call of case / the time the outside tool named ref1 takes to
+                       move the case's bytes (= its GB/s / the case's median GB/s) <= goal */
+    B_T_EXT_MS,     /* ms the outside tool named 'name' takes to move 'bytes', no goal */
+    B_T_MS_MEDIAN   /* ms per call of case's median repetition <= goal */
 };
 
 struct b_target {
@@ -92,6 +96,8 @@ struct b_target {
     char ref2[B_NAME_MAX];
     enum b_tkind kind;
     double goal;
+    bool info;             /* shown without a goal (a kind that has one, for scale) */
+    size_t bytes;          /* B_T_EXT_MS: the bytes */
     const char *section;   /* printed above the first target of a section; NULL: none */
 };
 
@@ -225,6 +231,39 @@ static void io_targets(void)
         snprintf(t->label, sizeof(t->label), "fio io_uring %s 1 MiB qd%u, GB/s", dirs[d], qd);
         snprintf(t->name, sizeof(t->name), "fio/%s/%zu/%u", dirs[d], bs, qd);
     }
+
+    /* The engine (bench_io.c, io/lock_*): a lock of a swapped-out 4 MiB allocation within 2x the
+     * time to read 4 MiB at the measured disk bandwidth - fio's io_uring read of 4 MiB blocks at
+     * queue depth 1 (one 4 MiB read in flight, as a lock has), on the same file system, O_DIRECT
+     * as the swap file is. The median repetition. The thread-pool backend's ratio, the lock times
+     * and the lock of the same allocation in memory are shown for scale. */
+    const size_t sz = 4 * B_MiB;
+    static const char *backends[] = { "uring", "threads" };
+    for (size_t b = 0; b < 2; b++) {
+        if ((t = target_add(B_T_EXT_TIME, 2.0)) == NULL)
+            return;
+        t->info = b != 0;
+        snprintf(t->label, sizeof(t->label), "lock swapped 4 MiB (%s) / 4 MiB at fio qd1 bw", backends[b]);
+        snprintf(t->name, sizeof(t->name), "io/lock_swapped/%s/%zu", backends[b], sz);
+        snprintf(t->ref1, sizeof(t->ref1), "fio/read/%zu/1", sz);
+    }
+    for (size_t b = 0; b < 2; b++) {
+        if ((t = target_add(B_T_MS_MEDIAN, 0)) == NULL)
+            return;
+        t->info = true;
+        snprintf(t->label, sizeof(t->label), "lock+unlock swapped 4 MiB (%s), median ms", backends[b]);
+        snprintf(t->name, sizeof(t->name), "io/lock_swapped/%s/%zu", backends[b], sz);
+    }
+    if ((t = target_add(B_T_EXT_MS, 0)) == NULL)
+        return;
+    t->bytes = sz;
+    snprintf(t->label, sizeof(t->label), "4 MiB at fio io_uring read 4 MiB qd1 bw, ms");
+    snprintf(t->name, sizeof(t->name), "fio/read/%zu/1", sz);
+    if ((t = target_add(B_T_NS_MEDIAN, 0)) == NULL)
+        return;
+    t->info = true;
+    snprintf(t->label, sizeof(t->label), "lock+unlock 4 MiB in system memory, median ns");
+    snprintf(t->name, sizeof(t->name), "io/lock_sysmem/uring/%zu", sz);
 }
 
 static void build_targets(void)
@@ -322,6 +361,8 @@ static double target_value(const struct b_target *t, const char **why)
     *why = NULL;
     if (t->kind == B_T_EXT_GBPS)
         return b_io_ref_gbps(t->name, why);
+    if (t->kind == B_T_EXT_MS)
+        return (double)t->bytes / (b_io_ref_gbps(t->name, why) * 1e9) * 1e3;
     struct b_fig fa = fig(a);
     if (fa.status != VBENCH_OK) {
         *why = fa.reason;
@@ -332,6 +373,7 @@ static double target_value(const struct b_target *t, const char **why)
     case B_T_NS_MEDIAN: return fa.median_s * 1e9;
     case B_T_MPS: return 1 / fa.best_s / 1e6;
     case B_T_INFO_MS: return fa.best_s * 1e3;
+    case B_T_MS_MEDIAN: return fa.median_s * 1e3;
     case B_T_INFO_GBPS:
         if (isnan(fa.gbps))
             *why = "case moves no bytes";
@@ -341,6 +383,16 @@ static double target_value(const struct b_target *t, const char **why)
         if (isnan(ext))
             return NAN; /* fio missing or failed: n/a, never a pass */
         return fa.gbps / ext;
+    }
+    case B_T_EXT_TIME: {
+        double ext = b_io_ref_gbps(t->ref1, why);
+        if (isnan(ext))
+            return NAN;
+        if (isnan(fa.gbps_median)) {
+            *why = "case moves no bytes";
+            return NAN;
+        }
+        return ext / fa.gbps_median;
     }
     case B_T_COST: {
         struct b_fig fr = fig(r1);
@@ -365,7 +417,8 @@ static double target_value(const struct b_target *t, const char **why)
 
 static bool target_info(const struct b_target *t)
 {
-    return t->kind == B_T_INFO_MS || t->kind == B_T_INFO_GBPS || t->kind == B_T_EXT_GBPS;
+    return t->info || t->kind == B_T_INFO_MS || t->kind == B_T_INFO_GBPS || t->kind == B_T_EXT_GBPS ||
+           t->kind == B_T_EXT_MS;
 }
 
 static bool target_met(const struct b_target *t, double v)
@@ -373,6 +426,8 @@ static bool target_met(const struct b_target *t, double v)
     switch (t->kind) {
     case B_T_NS: return v < t->goal;
     case B_T_NS_MEDIAN:
+    case B_T_MS_MEDIAN:
+    case B_T_EXT_TIME:
     case B_T_COST: return v <= t->goal;
     default: return v >= t->goal;
     }
@@ -380,14 +435,14 @@ static bool target_met(const struct b_target *t, double v)
 
 static void goal_text(const struct b_target *t, char *buf, size_t cap)
 {
-    if (t->kind == B_T_NS)
+    if (target_info(t))
+        snprintf(buf, cap, "-");
+    else if (t->kind == B_T_NS)
         snprintf(buf, cap, "< %.0f", t->goal);
     else if (t->kind == B_T_NS_MEDIAN)
         snprintf(buf, cap, "<= %.0f", t->goal);
-    else if (t->kind == B_T_COST)
+    else if (t->kind == B_T_COST || t->kind == B_T_EXT_TIME || t->kind == B_T_MS_MEDIAN)
         snprintf(buf, cap, "<= %.2f", t->goal);
-    else if (target_info(t))
-        snprintf(buf, cap, "-");
     else
         snprintf(buf, cap, ">= %.2f", t->goal);
 }
@@ -399,7 +454,10 @@ static const char *target_unit(const struct b_target *t)
     case B_T_NS_MEDIAN: return "ns_median";
     case B_T_MPS: return "M/s";
     case B_T_COST: return "cost_ratio";
-    case B_T_INFO_MS: return "ms";
+    case B_T_EXT_TIME: return "time_ratio";
+    case B_T_INFO_MS:
+    case B_T_EXT_MS: return "ms";
+    case B_T_MS_MEDIAN: return "ms_median";
     case B_T_INFO_GBPS:
     case B_T_EXT_GBPS: return "gbps";
     default: return "ratio";

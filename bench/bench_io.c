@@ -23,12 +23,38 @@
  * their repetitions too). Its file is laid out (written in full) once first, as ours is. Where
  * fio is missing, the fio figures and the ratios to them are n/a, never a pass.
  *
+ * The engine's disk tier, through the public API (issue 5's second target: a lock of a swapped-out
+ * 4 MiB allocation within 2x the time to read 4 MiB at the measured disk bandwidth):
+ *
+ *   io/lock_swapped/uring/4194304     vidmm_lock(READ_ONLY) + vidmm_unlock() of a 4 MiB CPU-visible
+ *   io/lock_swapped/threads/4194304   allocation written out to the swap file before every
+ *       iteration. A device with one 16 MiB CPU-visible memory segment, one paging thread, a
+ *       1 MiB system-memory budget and its swap file beside the I/O cases' files; io_backend AUTO
+ *       (which must give io_uring, else the case is skipped) or THREADS, default queue depth. The
+ *       allocation is never placed (its locks give the system-memory backing store); its content
+ *       is written once and checked after the first read-back. Untimed, before each lock:
+ *       vidmm_trim_to_budget(wait), then vidmm_alloc_query() must say VIDMM_WHERE_DISK (the case
+ *       fails, saying what it found, if it never does), and where the file is not O_DIRECT
+ *       fdatasync + POSIX_FADV_DONTNEED, so the read-back reaches the device. Timed: the lock,
+ *       which reads the allocation back and waits for it, and the unlock (which only queues the
+ *       next write-out). b_case.bytes is 4 MiB: GB/s is the read-back's effective bandwidth.
+ *   io/lock_sysmem/uring/4194304      the same pair on the same kind of device with a 64 MiB
+ *       budget: the allocation stays in system memory (for scale; it moves no bytes).
+ *
+ * Their reference is fio reading 4 MiB blocks at queue depth 1 (fio/read/4194304/1, measured by
+ * the swapped cases too, so it exists whichever cases run): a lock reads one 4 MiB allocation with
+ * nothing else in flight, which is what one fio request at depth 1 does; the deeper depths
+ * measure aggregate throughput that no single request sees. fio, not our io/read_qd1 case: the
+ * disk's bandwidth must not depend on the code under test. The target (b_report.c) is the median
+ * repetition's time per lock over 4 MiB / fio's bandwidth, <= 2.
+ *
  * The files go to $VIDMM_BENCH_DIR, else to VIDMM_BENCH_IO_DIR (the build tree: the file system
  * the library would use by default). */
 #define _GNU_SOURCE
 #include "b_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -91,6 +117,125 @@ static const char *io_dir(void)
 {
     const char *d = getenv("VIDMM_BENCH_DIR");
     return d != NULL && *d != '\0' ? d : VIDMM_BENCH_IO_DIR;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * fio.
+ * ------------------------------------------------------------------------------------------- */
+
+static int fio_state; /* 0 unknown, 1 present, -1 missing */
+static bool fio_laid_out;
+
+static void fio_cleanup(void)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/fio.tmp", io_dir());
+    unlink(p);
+}
+
+static bool fio_present(void)
+{
+    if (fio_state == 0) {
+        FILE *p = popen("fio --version 2>/dev/null", "r");
+        char line[64] = "";
+        if (p != NULL) {
+            if (fgets(line, sizeof(line), p) == NULL)
+                line[0] = '\0';
+            fio_state = pclose(p) == 0 && strncmp(line, "fio-", 4) == 0 ? 1 : -1;
+        } else {
+            fio_state = -1;
+        }
+    }
+    return fio_state > 0;
+}
+
+/* Runs fio once; returns bytes/s of direction 'write', or NAN with 'why' set. Its JSON has one
+ * job whose "read" and "write" objects each carry "bw_bytes". */
+static double fio_run(int write, size_t bs, uint32_t qd, bool direct, size_t size, char *why, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "fio --name=vidmm --filename='%s/fio.tmp' --ioengine=io_uring --fixedbufs --registerfiles "
+             "--rw=%s --bs=%zu --iodepth=%u --size=%zu --loops=%d --direct=%d --output-format=json 2>/dev/null",
+             io_dir(), write ? "write" : "read", bs, qd, size, FIO_LOOPS, direct ? 1 : 0);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        snprintf(why, cap, "popen(fio) failed: %s", strerror(errno));
+        return NAN;
+    }
+    size_t len = 0, bcap = 1 << 16;
+    char *out = malloc(bcap);
+    for (size_t got; out != NULL && (got = fread(out + len, 1, bcap - 1 - len, p)) > 0;) {
+        len += got;
+        if (len + 1 == bcap) {
+            char *o = realloc(out, bcap * 2);
+            if (o == NULL)
+                break;
+            out = o;
+            bcap *= 2;
+        }
+    }
+    int st = pclose(p);
+    if (out == NULL) {
+        snprintf(why, cap, "out of memory");
+        return NAN;
+    }
+    out[len] = '\0';
+    double bw = NAN;
+    const char *sec = strstr(out, write ? "\"write\" : {" : "\"read\" : {");
+    const char *k = sec ? strstr(sec, "\"bw_bytes\"") : NULL;
+    const char *colon = k ? strchr(k, ':') : NULL;
+    if (st != 0 || colon == NULL)
+        snprintf(why, cap, "fio failed (exit status %d) or printed no bandwidth (run it by hand: %.60s...)", st, cmd);
+    else
+        bw = strtod(colon + 1, NULL);
+    free(out);
+    if (!(bw > 0) && !isnan(bw)) {
+        snprintf(why, cap, "fio reported no bandwidth");
+        bw = NAN;
+    }
+    return bw;
+}
+
+static void fio_measure(const struct io_spec *sp, bool direct)
+{
+    struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
+    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : FIO_RUNS_QUICK;
+    if (ff->runs >= runs)
+        return;
+    if (!fio_present()) {
+        snprintf(ff->why, sizeof(ff->why), "fio not installed (tools/bench.sh installs it: apt-get install fio)");
+        ff->runs = runs;
+        return;
+    }
+    if (!fio_laid_out) {
+        /* Written once in full, so every run below overwrites or reads allocated blocks. */
+        char why[160];
+        atexit(fio_cleanup);
+        (void)fio_run(1, B_MiB, 8, direct, IO_TOTAL, why, sizeof(why)); /* FIO_LOOPS passes: plenty */
+        fio_laid_out = true;
+    }
+    double bw = fio_run(sp->write, sp->bs, sp->qd, direct, IO_TOTAL, ff->why, sizeof(ff->why));
+    ff->runs++;
+    if (!isnan(bw) && (isnan(ff->best) || bw > ff->best)) {
+        ff->best = bw;
+        ff->why[0] = '\0';
+    }
+}
+
+static int mkdir_p(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 #ifdef VIDMM_BENCH_IO_LAYER
@@ -176,30 +321,12 @@ static void io_cleanup(void)
         for (size_t i = 0; i < IO_NBS; i++)
             for (size_t j = 0; j < IO_NQD; j++)
                 fixture_close(&fixtures[b][i][j]);
-    char p[600];
-    snprintf(p, sizeof(p), "%s/fio.tmp", io_dir());
-    unlink(p);
 }
 
 static int fail_open(struct io_fixture *f, const char *what, int rc)
 {
     snprintf(f->why, sizeof(f->why), "%s: %s", what, vidmm_strerror(rc));
     return -1;
-}
-
-static int mkdir_p(const char *dir)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int fixture_open(const struct io_spec *sp, struct io_fixture *f)
@@ -262,102 +389,6 @@ static int fixture_open(const struct io_spec *sp, struct io_fixture *f)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * fio.
- * ------------------------------------------------------------------------------------------- */
-
-static int fio_state; /* 0 unknown, 1 present, -1 missing */
-static bool fio_laid_out;
-
-static bool fio_present(void)
-{
-    if (fio_state == 0) {
-        FILE *p = popen("fio --version 2>/dev/null", "r");
-        char line[64] = "";
-        if (p != NULL) {
-            if (fgets(line, sizeof(line), p) == NULL)
-                line[0] = '\0';
-            fio_state = pclose(p) == 0 && strncmp(line, "fio-", 4) == 0 ? 1 : -1;
-        } else {
-            fio_state = -1;
-        }
-    }
-    return fio_state > 0;
-}
-
-/* Runs fio once; returns bytes/s of direction 'write', or NAN with 'why' set. Its JSON has one
- * job whose "read" and "write" objects each carry "bw_bytes". */
-static double fio_run(int write, size_t bs, uint32_t qd, bool direct, size_t size, char *why, size_t cap)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "fio --name=vidmm --filename='%s/fio.tmp' --ioengine=io_uring --fixedbufs --registerfiles "
-             "--rw=%s --bs=%zu --iodepth=%u --size=%zu --loops=%d --direct=%d --output-format=json 2>/dev/null",
-             io_dir(), write ? "write" : "read", bs, qd, size, FIO_LOOPS, direct ? 1 : 0);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        snprintf(why, cap, "popen(fio) failed: %s", strerror(errno));
-        return NAN;
-    }
-    size_t len = 0, bcap = 1 << 16;
-    char *out = malloc(bcap);
-    for (size_t got; out != NULL && (got = fread(out + len, 1, bcap - 1 - len, p)) > 0;) {
-        len += got;
-        if (len + 1 == bcap) {
-            char *o = realloc(out, bcap * 2);
-            if (o == NULL)
-                break;
-            out = o;
-            bcap *= 2;
-        }
-    }
-    int st = pclose(p);
-    if (out == NULL) {
-        snprintf(why, cap, "out of memory");
-        return NAN;
-    }
-    out[len] = '\0';
-    double bw = NAN;
-    const char *sec = strstr(out, write ? "\"write\" : {" : "\"read\" : {");
-    const char *k = sec ? strstr(sec, "\"bw_bytes\"") : NULL;
-    const char *colon = k ? strchr(k, ':') : NULL;
-    if (st != 0 || colon == NULL)
-        snprintf(why, cap, "fio failed (exit status %d) or printed no bandwidth (run it by hand: %.60s...)", st, cmd);
-    else
-        bw = strtod(colon + 1, NULL);
-    free(out);
-    if (!(bw > 0) && !isnan(bw)) {
-        snprintf(why, cap, "fio reported no bandwidth");
-        bw = NAN;
-    }
-    return bw;
-}
-
-static void fio_measure(const struct io_spec *sp, bool direct)
-{
-    struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
-    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : FIO_RUNS_QUICK;
-    if (ff->runs >= runs)
-        return;
-    if (!fio_present()) {
-        snprintf(ff->why, sizeof(ff->why), "fio not installed (tools/bench.sh installs it: apt-get install fio)");
-        ff->runs = runs;
-        return;
-    }
-    if (!fio_laid_out) {
-        /* Written once in full, so every run below overwrites or reads allocated blocks. */
-        char why[160];
-        (void)fio_run(1, B_MiB, 8, direct, IO_TOTAL, why, sizeof(why)); /* FIO_LOOPS passes: plenty */
-        fio_laid_out = true;
-    }
-    double bw = fio_run(sp->write, sp->bs, sp->qd, direct, IO_TOTAL, ff->why, sizeof(ff->why));
-    ff->runs++;
-    if (!isnan(bw) && (isnan(ff->best) || bw > ff->best)) {
-        ff->best = bw;
-        ff->why[0] = '\0';
-    }
-}
-
-/* ---------------------------------------------------------------------------------------------
  * The body.
  * ------------------------------------------------------------------------------------------- */
 
@@ -400,6 +431,292 @@ static void b_io_body(vbench_state *st, const void *arg)
 #endif
 
 /* ---------------------------------------------------------------------------------------------
+ * The engine's disk tier, through the public API (issue 5's second target): a lock of a
+ * swapped-out 4 MiB allocation, next to the time fio takes to read 4 MiB.
+ * ------------------------------------------------------------------------------------------- */
+
+#define SW_SIZE (4 * B_MiB)
+#define SW_SEGMENT (16 * B_MiB)
+#define SW_BUDGET_SWAPPED (1 * B_MiB)   /* below the allocation: it goes out after every call */
+#define SW_BUDGET_SYSMEM (64 * B_MiB)   /* above it: it stays in memory */
+/* Trims (with their waits) before a case gives up on reaching the disk tier: a write-out that
+ * found the content used meanwhile is dropped and started again by the next trim. */
+#define SW_COLD_TRIES 4
+
+enum { SW_SWAPPED_AUTO, SW_SWAPPED_THREADS, SW_SYSMEM, SW_NSPECS };
+
+struct sw_spec {
+    const char *variant, *backend;
+    uint32_t io_backend;        /* enum vidmm_io_backend asked for */
+    bool swapped;               /* written out before every timed lock */
+};
+
+static const struct sw_spec sw_specs[SW_NSPECS] = {
+    { "lock_swapped", "uring", VIDMM_IO_AUTO, true },      /* AUTO must give io_uring here */
+    { "lock_swapped", "threads", VIDMM_IO_THREADS, true },
+    { "lock_sysmem", "uring", VIDMM_IO_AUTO, false },
+};
+
+struct sw_fixture {
+    int state;                  /* 0 not built, 1 ready, -1 failed */
+    char why[240];              /* "skip: ..." for a backend that cannot run here */
+    vidmm_device *dev;
+    vidmm_handle h;
+    char path[512];
+    int fd;                     /* the swap file, for fdatasync + POSIX_FADV_DONTNEED */
+    bool direct;                /* the engine opened it with O_DIRECT */
+};
+static struct sw_fixture sw_fixtures[SW_NSPECS];
+static bool sw_cleanup_registered;
+
+static void sw_cleanup(void)
+{
+    for (size_t i = 0; i < SW_NSPECS; i++) {
+        struct sw_fixture *f = &sw_fixtures[i];
+        if (f->fd > 0)
+            close(f->fd);
+        f->fd = -1;
+        vidmm_device_destroy(f->dev); /* removes the swap file it created */
+        f->dev = NULL;
+    }
+}
+
+static int sw_fail(struct sw_fixture *f, const char *what, int rc)
+{
+    snprintf(f->why, sizeof(f->why), "%s returned %d (%s)", what, rc, vidmm_strerror(rc));
+    return -1;
+}
+
+static const char *sw_where_name(uint32_t w)
+{
+    static const char *const names[] = { "NONE", "SEGMENT", "APERTURE", "SYSMEM", "DISK" };
+    return w < sizeof(names) / sizeof(names[0]) ? names[w] : "?";
+}
+
+/* Untimed, before every timed lock of a swapped case: the allocation's content only in the swap
+ * file (where == DISK), and - without O_DIRECT - not in the page cache either, so the read-back
+ * reaches the file system's device as fio's reads do. Returns 0, or -1 with 'why' set. */
+static int sw_make_cold(struct sw_fixture *f, char *why, size_t cap)
+{
+    struct vidmm_alloc_info info = { .size_of = sizeof(info) };
+    int rc = 0;
+    for (int i = 0; i < SW_COLD_TRIES; i++) {
+        if ((rc = vidmm_trim_to_budget(f->dev, true)) != 0 || (rc = vidmm_alloc_query(f->dev, f->h, &info)) != 0)
+            break;
+        if (info.where == VIDMM_WHERE_DISK)
+            break;
+        /* Placed in a segment (nothing here places it, but should the engine): out to its
+         * backing store, which the next trim writes out. */
+        if ((info.where == VIDMM_WHERE_SEGMENT || info.where == VIDMM_WHERE_APERTURE) &&
+            (rc = vidmm_evict(f->dev, &f->h, 1)) != 0)
+            break;
+    }
+    if (rc != 0) {
+        snprintf(why, cap, "making the allocation cold: %d (%s)", rc, vidmm_strerror(rc));
+        return -1;
+    }
+    if (info.where != VIDMM_WHERE_DISK) {
+        struct vidmm_stats s = { .size_of = sizeof(s) };
+        (void)vidmm_get_stats(f->dev, &s);
+        snprintf(why, cap,
+                 "the allocation never reached the disk tier: where=%s after %d trims (sysmem_used %llu, budget "
+                 "%llu, swap_writes %llu, swap_write_failures %llu)",
+                 sw_where_name(info.where), SW_COLD_TRIES, (unsigned long long)s.sysmem_used,
+                 (unsigned long long)s.sysmem_budget, (unsigned long long)s.swap_writes,
+                 (unsigned long long)s.swap_write_failures);
+        return -1;
+    }
+    if (!f->direct) {
+        /* Written back first: POSIX_FADV_DONTNEED drops clean pages only. */
+        if (fdatasync(f->fd) != 0 || posix_fadvise(f->fd, 0, 0, POSIX_FADV_DONTNEED) != 0) {
+            snprintf(why, cap, "dropping the swap file's page cache: %s", strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int sw_lock_unlock(vidmm_device *dev, struct vidmm_lock_args *la, const vidmm_handle *h)
+{
+    int rc = vidmm_lock(dev, la);
+    if (rc != 0)
+        return rc;
+    return vidmm_unlock(dev, 1, h);
+}
+
+static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
+{
+    f->fd = -1;
+    if (!sw_cleanup_registered) {
+        atexit(sw_cleanup);
+        sw_cleanup_registered = true;
+    }
+    if (b_env.src == NULL || b_env.dst == NULL || b_env.cap < SW_SIZE)
+        return sw_fail(f, "the bench buffers", VIDMM_E_NO_MEMORY);
+    if (mkdir_p(io_dir()) != 0) {
+        snprintf(f->why, sizeof(f->why), "cannot create %s: %s", io_dir(), strerror(errno));
+        return -1;
+    }
+    snprintf(f->path, sizeof(f->path), "%s/swap-%s-%s", io_dir(), sp->variant, sp->backend);
+    unlink(f->path); /* a leftover of a killed run: the device creates and removes its own */
+
+    struct vidmm_segment_desc seg;
+    memset(&seg, 0, sizeof(seg));
+    seg.base_address = 0x100000000ull;
+    seg.size = SW_SEGMENT;
+    seg.commit_limit = SW_SEGMENT;
+    seg.flags = VIDMM_SEGMENT_CPU_VISIBLE;
+    struct vidmm_device_desc d = VIDMM_DEVICE_DESC_INIT;
+    d.segments = &seg;
+    d.segment_count = 1;
+    d.paging_threads = 1;
+    d.sysmem_reserve = 64 * B_MiB;
+    d.sysmem_budget = sp->swapped ? SW_BUDGET_SWAPPED : SW_BUDGET_SYSMEM;
+    d.swap_path = f->path;
+    d.io_backend = sp->io_backend;
+    int rc = vidmm_device_create(&d, &f->dev);
+    if (rc != 0)
+        return sw_fail(f, "vidmm_device_create", rc);
+    struct vidmm_stats s = { .size_of = sizeof(s) };
+    if ((rc = vidmm_get_stats(f->dev, &s)) != 0)
+        return sw_fail(f, "vidmm_get_stats", rc);
+    if (sp->io_backend == VIDMM_IO_AUTO && s.io_backend != VIDMM_IO_URING) {
+        snprintf(f->why, sizeof(f->why), "skip: the disk tier's AUTO backend is not io_uring here (backend %u: "
+                 "VIDMM_IO_BACKEND set, or io_uring refused)", (unsigned)s.io_backend);
+        return -1;
+    }
+    f->direct = s.io_direct != 0;
+    if ((f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0) {
+        snprintf(f->why, sizeof(f->why), "cannot open the swap file %.160s: %s", f->path, strerror(errno));
+        return -1;
+    }
+
+    struct vidmm_alloc_desc ad;
+    memset(&ad, 0, sizeof(ad));
+    ad.size_of = sizeof(ad);
+    ad.size = SW_SIZE;
+    ad.preferred_segment = 1;
+    ad.supported_read_set = 1;
+    ad.supported_write_set = 1;
+    ad.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    ad.priority = VIDMM_PRIORITY_NORMAL;
+    if ((rc = vidmm_alloc_create(f->dev, &ad, &f->h)) != 0)
+        return sw_fail(f, "vidmm_alloc_create", rc);
+    /* The content, written once through a lock: never placed, the lock gives the system-memory
+     * backing store (and every later lock does too). */
+    struct vidmm_lock_args la;
+    memset(&la, 0, sizeof(la));
+    la.allocation = f->h;
+    if ((rc = vidmm_lock(f->dev, &la)) != 0)
+        return sw_fail(f, "vidmm_lock (to write the content)", rc);
+    memcpy(la.data, b_env.src, SW_SIZE);
+    if ((rc = vidmm_unlock(f->dev, 1, &f->h)) != 0)
+        return sw_fail(f, "vidmm_unlock", rc);
+
+    /* One untimed round trip, checked: the lock reads back from the disk tier (swapped) or
+     * finds the content in memory (sysmem), byte for byte. */
+    char why[200];
+    struct vidmm_stats a = { .size_of = sizeof(a) }, b = { .size_of = sizeof(b) };
+    struct vidmm_alloc_info info = { .size_of = sizeof(info) };
+    if (sp->swapped) {
+        if (sw_make_cold(f, why, sizeof(why)) != 0) {
+            snprintf(f->why, sizeof(f->why), "%s", why);
+            return -1;
+        }
+    } else if ((rc = vidmm_trim_to_budget(f->dev, true)) != 0 || (rc = vidmm_alloc_query(f->dev, f->h, &info)) != 0) {
+        return sw_fail(f, "vidmm_trim_to_budget/vidmm_alloc_query", rc);
+    } else if (info.where != VIDMM_WHERE_SYSMEM) {
+        snprintf(f->why, sizeof(f->why), "the allocation is in %s, not in system memory, under a %zu MiB budget",
+                 sw_where_name(info.where), SW_BUDGET_SYSMEM / B_MiB);
+        return -1;
+    }
+    memset(&la, 0, sizeof(la));
+    la.allocation = f->h;
+    la.flags = VIDMM_LOCK_READ_ONLY;
+    if ((rc = vidmm_get_stats(f->dev, &a)) != 0 || (rc = vidmm_lock(f->dev, &la)) != 0)
+        return sw_fail(f, "vidmm_lock (READ_ONLY)", rc);
+    bool same = memcmp(la.data, b_env.src, SW_SIZE) == 0;
+    if ((rc = vidmm_unlock(f->dev, 1, &f->h)) != 0 || (rc = vidmm_get_stats(f->dev, &b)) != 0)
+        return sw_fail(f, "vidmm_unlock", rc);
+    if (!same) {
+        snprintf(f->why, sizeof(f->why), "the locked content differs from what was written");
+        return -1;
+    }
+    uint64_t reads = b.swap_reads - a.swap_reads, bytes = b.swap_bytes_read - a.swap_bytes_read;
+    if (sp->swapped ? reads != 1 || bytes != SW_SIZE : reads != 0) {
+        snprintf(f->why, sizeof(f->why), "the lock read back %llu allocation(s), %llu bytes, from the disk tier; "
+                 "expected %s", (unsigned long long)reads, (unsigned long long)bytes,
+                 sp->swapped ? "1, 4 MiB" : "none");
+        return -1;
+    }
+    return 0;
+}
+
+static void b_sw_body(vbench_state *st, const void *arg)
+{
+    const struct b_case *c = arg;
+    const struct sw_spec *sp = c->spec;
+    struct sw_fixture *f = &sw_fixtures[sp - sw_specs];
+    if (f->state == 0)
+        f->state = sw_build(sp, f) == 0 ? 1 : -1;
+    if (f->state < 0) {
+        if (strncmp(f->why, "skip: ", 6) == 0)
+            vbench_skip(st, f->why + 6);
+        else
+            vbench_fail(st, f->why);
+        return;
+    }
+    if (sp->swapped) {
+        /* The reference (untimed): fio reading 4 MiB blocks at queue depth 1 on the same file
+         * system, O_DIRECT as the engine's swap file is. */
+        struct io_spec ref = { 0, IO_URING, SW_SIZE, 1, -1, -1 };
+        for (size_t k = 0; k < IO_NBS; k++)
+            if (io_bs[k] == ref.bs)
+                ref.ibs = (int)k;
+        for (size_t k = 0; k < IO_NQD; k++)
+            if (io_qd[k] == ref.qd)
+                ref.iqd = (int)k;
+        if (ref.ibs < 0 || ref.iqd < 0) {
+            vbench_fail(st, "bench_io.c: no fio figure at 4 MiB / qd1 (io_bs, io_qd)");
+            return;
+        }
+        fio_measure(&ref, f->direct);
+        vbench_set_bytes_per_iteration(st, SW_SIZE);
+    }
+
+    vidmm_device *dev = f->dev;
+    const vidmm_handle h = f->h;
+    struct vidmm_lock_args la;
+    memset(&la, 0, sizeof(la));
+    la.allocation = h;
+    la.flags = VIDMM_LOCK_READ_ONLY;
+    int rc = 0;
+    char why[240] = "";
+    uint64_t n, i;
+    if (!sp->swapped) {
+        B_TIMED(st, rc, sw_lock_unlock(dev, &la, &h));
+    } else {
+        while (rc == 0 && vbench_keep_running_batch(st, &n)) {
+            for (i = 0; i < n && rc == 0; i++) {
+                vbench_pause(st);
+                if (sw_make_cold(f, why, sizeof(why)) != 0)
+                    rc = -1;
+                vbench_resume(st);
+                if (rc == 0)
+                    rc = sw_lock_unlock(dev, &la, &h);
+                b_clobber();
+            }
+        }
+    }
+    if (why[0] != '\0') {
+        vbench_fail(st, why);
+    } else if (rc != 0) {
+        snprintf(why, sizeof(why), "a timed lock/unlock returned %d (%s)", rc, vidmm_strerror(rc));
+        vbench_fail(st, why);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Cases and what the report asks.
  * ------------------------------------------------------------------------------------------- */
 
@@ -426,6 +743,14 @@ void b_io_cases(void)
                     c->spec = sp;
                 }
             }
+    for (size_t i = 0; i < SW_NSPECS; i++) {
+        const struct sw_spec *sp = &sw_specs[i];
+        /* A lock of an allocation in memory moves no bytes: no GB/s for it. */
+        struct b_case *c = b_case_add("io", sp->variant, sp->backend, sp->swapped ? SW_SIZE : 0, b_sw_body);
+        snprintf(c->name, sizeof(c->name), "io/%s/%s/%zu", sp->variant, sp->backend, SW_SIZE);
+        c->buf_bytes = SW_SIZE; /* the content comes from b_env.src */
+        c->spec = sp;
+    }
 }
 
 /* "fio/<write|read>/<bs>/<qd>" -> fio's GB/s (1e9 bytes/s), or NAN with '*why'. */

@@ -31,7 +31,8 @@ static void help(void)
           "          on 4 MiB surfaces of 4-byte elements, everything else at AUTO, no boxes of\n"
           "          16-byte elements (bench/bench_swizzle.c); the engine cases\n"
           "          (bench/bench_engine.c, ~10 s); the disk tier's I/O cases next to fio\n"
-          "          (bench/bench_io.c, ~35 s). ~4.3 minutes on 2 cores.\n"
+          "          and the engine's lock of a swapped-out allocation (bench/bench_io.c,\n"
+          "          ~40 s). ~4.3 minutes on 2 cores.\n"
           "        full: every case, --benchmark_min_time=0.5, 5 repetitions, random\n"
           "          interleaving, CLFLUSH at every size.\n"
           "        targets: only the cases of the issue's target table (and their references),\n"
@@ -42,7 +43,8 @@ static void help(void)
           "        cases alone (swizzle/bl_e4/auto/4194304, deswizzle/morton_e4_box64/...);\n"
           "        '^engine/' the video memory manager's (engine/lock_unlock/resident/65536,\n"
           "        engine/create_destroy/live/10000, ...; bench/bench_engine.c); '^io/' the disk\n"
-          "        tier's (io/write_qd32/uring/1048576, io/read_qd1/threads/65536, ...; files in\n"
+          "        tier's (io/write_qd32/uring/1048576, io/read_qd1/threads/65536, ...; '^io/lock'\n"
+          "        the engine's locks of a swapped-out 4 MiB allocation next to fio; files in\n"
           "        $VIDMM_BENCH_DIR, else the build tree's bench-io/; bench/bench_io.c).\n"
           "  --vbench_out_dir=DIR    where the JSON files go (default: bench-results)\n"
           "  --vbench_commit=SHA     recorded in the outputs (default: $VIDMM_BENCH_COMMIT, else\n"
@@ -145,7 +147,8 @@ int main(int argc, char **argv)
          * swizzle cases add ~70 s (~156 running cases; bench_swizzle.c trims the quick set),
          * the engine cases ~10 s (9 cases, their devices built once: bench_engine.c), the disk
          * tier's I/O cases ~35 s (36 cases of 64 MiB per iteration and 36 fio runs:
-         * bench_io.c): ~245 s in all. */
+         * bench_io.c), its engine-level lock cases ~4 s (3 cases, ~5 locks of a swapped-out
+         * 4 MiB allocation per repetition, each after an untimed write-out): ~250 s in all. */
         gargv[gargc++] = "--benchmark_min_time=0.05";
         gargv[gargc++] = "--benchmark_repetitions=5";
         gargv[gargc++] = "--benchmark_enable_random_interleaving=true";

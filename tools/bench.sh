@@ -10,8 +10,9 @@
 #   tools/bench.sh 'copy_wc/'       quick mode, cases matching a regex (plus their references)
 #   tools/bench.sh 'swizzle|deswizzle'   the tiling cases only, with their memcpy references
 #   tools/bench.sh '^engine/'       the video memory manager cases only (~10 s), with their references
-#   tools/bench.sh '^io/'           the disk tier's I/O cases next to fio (~35 s; files in $VIDMM_BENCH_DIR,
-#                                   else build/release/bench-io/)
+#   tools/bench.sh '^io/'           the disk tier's I/O cases next to fio (~40 s; files in $VIDMM_BENCH_DIR,
+#                                   else build/release/bench-io/); '^io/lock' only the engine's lock of a
+#                                   swapped-out 4 MiB allocation next to fio (~4 s)
 #   tools/bench.sh -- --benchmark_min_time=0.2   any Google Benchmark flag after --
 #
 # Outputs (default build/release/bench-results/, --out DIR to change):
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '3,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '3,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

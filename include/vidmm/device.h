@@ -541,6 +541,8 @@ struct vidmm_stats {
     uint64_t swap_in_flight, swap_max_in_flight; /* I/O requests queued or running (queue depth) */
     uint64_t swap_write_failures;               /* write-outs that failed: the content stayed */
     uint64_t swap_read_failures;                /* read-backs that failed: content lost */
+    uint64_t swap_warm_bytes;   /* memory of written-out allocations kept (at most 32 MiB) so
+                                   that read-backs need not fault fresh pages in */
 };
 
 /* vidmm_get_stats() fills '*out'. Returns 0, VIDMM_E_INVALID_ARG (size_of too small). Works

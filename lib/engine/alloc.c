@@ -228,8 +228,7 @@ static void backing_free(vidmm_device *dev, struct vm_alloc *a)
     /* The pages go back to the system and read as zeros for the next owner. */
     vmos_arena_release(&dev->arena, (size_t)a->backing_off, (size_t)a->g->size);
     vmr_give(&dev->arena_space, a->backing_off, a->g->size);
-    if (a->where != VIDMM_WHERE_DISK) /* on disk, its memory was uncounted when it went out */
-        dev->sysmem_used -= a->g->size;
+    dev->sysmem_used -= a->g->size;
     a->has_backing = false;
     a->backing = NULL;
 }
@@ -332,7 +331,7 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
                 last = x->paging_fence;
             held |= x->hold != 0;
             x->dying = true; /* a write-out completing now drops its copy */
-            io |= x->swap == VM_SWAP_WRITING || x->swap == VM_SWAP_READING;
+            io |= x->swap == VM_SWAP_WRITING || x->swap == VM_SWAP_RELEASING || x->swap == VM_SWAP_READING;
         }
         if (last <= dev->paging_done && !held && !io)
             break;

@@ -27,7 +27,7 @@
 #define VM_SWAP_BATCH 64u           /* disk I/O requests started per call at most */
 
 /* The disk tier's states of an allocation (lib/engine/swap.c). */
-enum vm_swap_state { VM_SWAP_NONE = 0, VM_SWAP_WRITING, VM_SWAP_ON_DISK, VM_SWAP_READING };
+enum vm_swap_state { VM_SWAP_NONE = 0, VM_SWAP_WRITING, VM_SWAP_RELEASING, VM_SWAP_ON_DISK, VM_SWAP_READING };
 #define VM_MAX_THREADS 64u
 #define VM_HANDLE_INDEX_BITS 24u
 #define VM_HANDLE_INDEX_MASK ((1u << VM_HANDLE_INDEX_BITS) - 1u)
@@ -209,6 +209,9 @@ struct vidmm_device {
     uint64_t budget;            /* sysmem_budget */
     uint64_t writing;           /* bytes of write-outs in flight */
     uint64_t backoff_until;     /* no write-out before (CLOCK_MONOTONIC ns) after a failure */
+    struct vmr_set warm;        /* arena ranges of written-out allocations kept faulted in for
+                                   read-backs (taken in arena_space too) */
+    uint64_t warm_bytes;
     pthread_cond_t io_cv;       /* a disk read or write completed */
     uint64_t io_fence_issued;
     uint64_t *io_out;           /* paging fences of reads in flight, increasing */

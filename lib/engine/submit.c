@@ -264,8 +264,13 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err && (offset > a->g->size || a->g->size - offset < n))
         err = VIDMM_E_INVALID_ARG;
-    if (!err && (a->where == VIDMM_WHERE_DISK || (write && a->swap != VM_SWAP_NONE)))
-        err = vm_swap_in(dev, &a, 1, true, NULL); /* back from disk; a write waits for a write-out */
+    /* Back from disk; a write waits for a write-out in flight. Each wait releases the mutex:
+     * look again until it is in memory. */
+    while (!err && (a->where == VIDMM_WHERE_DISK || (write && a->swap != VM_SWAP_NONE))) {
+        err = vm_swap_in(dev, &a, 1, true, NULL);
+        if (!err && (a = vm_lookup(dev, h)) == NULL)
+            err = VIDMM_E_INVALID_ARG;
+    }
     if (!err)
         err = vm_wait_paging_locked(dev, a->paging_fence);
     if (!err && (a = vm_lookup(dev, h)) == NULL)

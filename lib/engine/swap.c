@@ -20,6 +20,12 @@
 #include "engine/engine.h"
 
 #define VM_SWAP_BACKOFF_NS 100000000ull /* after a failed write-out, 100 ms before the next */
+/* Released memory kept faulted in for read-backs. A shmem page costs 2-4 us to fault in and
+ * clear and about as much to punch out (perf: shmem_add_to_page_cache, clear_page_erms,
+ * filemap_remove_folio) - 3-4 ms per 4 MiB, three times the disk's read of it here. Up to this
+ * much written-out memory is therefore kept, not released, and reused as the target of the
+ * next read-back (it is overwritten whole). */
+#define VM_WARM_MAX (32ull << 20)
 
 static uint64_t now_ns(void)
 {
@@ -39,6 +45,9 @@ int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d)
     dev->st.sysmem_budget = d->sysmem_budget;
     if (!d->swap_path)
         return 0;
+    /* The warm set starts empty: all of the arena's range taken, ranges given in as they come. */
+    if (vmr_init(&dev->warm, dev->arena_space.size) != 0 || vmr_take(&dev->warm, 0, dev->arena_space.size) != 0)
+        return VIDMM_E_NO_MEMORY;
     uint64_t max = d->swap_max;
     if (!max)
         for (uint32_t i = 0; i < d->segment_count; i++)
@@ -67,6 +76,7 @@ void vm_swap_close(vidmm_device *dev)
      * allocation is WRITING or READING. Called without the mutex (the callbacks take it). */
     vmio_close(dev->io);
     dev->io = NULL;
+    vmr_destroy(&dev->warm);
     free(dev->io_out);
     dev->io_out = NULL;
 }
@@ -116,31 +126,73 @@ static void drop_disk_copy(vidmm_device *dev, struct vm_alloc *a)
     a->swap = VM_SWAP_NONE;
 }
 
+/* The same in two steps, so that the slow part - punching the extent out of the swap file
+ * (a millisecond on ext4) - runs after the mutex is released and the waiters are woken. */
+struct disk_copy {
+    uint64_t off, len;
+    uint32_t *crc;
+};
+
+static struct disk_copy detach_disk_copy(struct vm_alloc *a)
+{
+    struct disk_copy c = { a->swap_off, a->g->size, a->swap_crc };
+    a->swap_crc = NULL;
+    a->swap = VM_SWAP_NONE;
+    return c;
+}
+
+static void free_disk_copy(vidmm_device *dev, struct disk_copy c)
+{
+    vmio_space_free(dev->io, c.off, c.len);
+    free(c.crc);
+}
+
 static void write_done(void *arg, struct vmio_req *req, int err)
 {
     struct vm_alloc *a = arg;
     vidmm_device *dev = a->dev;
     pthread_mutex_lock(&dev->mu);
     dev->writing -= req->len;
+    if (!err && a->where == VIDMM_WHERE_SYSMEM && a->gen == a->gen_at_write && !a->lock_count && !a->hold &&
+        !a->dying && a->paging_fence <= dev->paging_done) {
+        /* The disk copy is the content now; the memory leaves the allocation. */
+        const uint64_t off = a->backing_off, len = a->g->size;
+        dev->sysmem_used -= len;
+        a->has_backing = false;
+        a->backing_valid = false;
+        a->backing = NULL;
+        vm_set_where(dev, a, VIDMM_WHERE_DISK);
+        dev->st.swap_writes++;
+        dev->st.swap_bytes_written += req->len;
+        if (dev->warm_bytes + len <= VM_WARM_MAX && vmr_give(&dev->warm, off, len) == 0) {
+            dev->warm_bytes += len; /* kept for the next read-back */
+            a->swap = VM_SWAP_ON_DISK;
+            pthread_cond_broadcast(&dev->io_cv);
+            pthread_mutex_unlock(&dev->mu);
+            return;
+        }
+        /* Back to the system, outside the mutex (a punch costs about a millisecond); meanwhile
+         * the allocation is RELEASING, which every user waits for. */
+        a->swap = VM_SWAP_RELEASING;
+        pthread_mutex_unlock(&dev->mu);
+        vmos_arena_release(&dev->arena, (size_t)off, (size_t)len);
+        pthread_mutex_lock(&dev->mu);
+        vmr_give(&dev->arena_space, off, len);
+        a->swap = VM_SWAP_ON_DISK;
+        pthread_cond_broadcast(&dev->io_cv);
+        pthread_mutex_unlock(&dev->mu);
+        return;
+    }
     if (err) {
         /* Nothing lost: the content is still in memory. Try others later. */
         dev->st.swap_write_failures++;
         dev->backoff_until = now_ns() + VM_SWAP_BACKOFF_NS;
-        drop_disk_copy(dev, a);
-    } else if (a->where == VIDMM_WHERE_SYSMEM && a->gen == a->gen_at_write && !a->lock_count && !a->hold &&
-               !a->dying && a->paging_fence <= dev->paging_done) {
-        vmos_arena_release(&dev->arena, (size_t)a->backing_off, (size_t)a->g->size);
-        dev->sysmem_used -= a->g->size;
-        a->backing_valid = false;
-        vm_set_where(dev, a, VIDMM_WHERE_DISK);
-        a->swap = VM_SWAP_ON_DISK;
-        dev->st.swap_writes++;
-        dev->st.swap_bytes_written += req->len;
-    } else {
-        drop_disk_copy(dev, a); /* used meanwhile: the memory copy is the content */
     }
+    /* Failed, or used meanwhile: the memory copy is the content; the disk copy goes. */
+    struct disk_copy c = detach_disk_copy(a);
     pthread_cond_broadcast(&dev->io_cv);
     pthread_mutex_unlock(&dev->mu);
+    free_disk_copy(dev, c);
 }
 
 static void read_done(void *arg, struct vmio_req *req, int err)
@@ -148,7 +200,6 @@ static void read_done(void *arg, struct vmio_req *req, int err)
     struct vm_alloc *a = arg;
     vidmm_device *dev = a->dev;
     pthread_mutex_lock(&dev->mu);
-    dev->sysmem_used += a->g->size;
     if (err) {
         /* Never return it corrupt: the content is lost, and says so; it starts again as its
          * fill pattern so the allocation stays usable. */
@@ -163,12 +214,13 @@ static void read_done(void *arg, struct vmio_req *req, int err)
         dev->st.swap_reads++;
         dev->st.swap_bytes_read += req->len;
     }
-    drop_disk_copy(dev, a);
+    struct disk_copy c = detach_disk_copy(a);
     a->backing_valid = true;
     vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
     fence_done(dev, a->io_fence);
     pthread_cond_broadcast(&dev->io_cv);
     pthread_mutex_unlock(&dev->mu);
+    free_disk_copy(dev, c); /* after the waiters are woken */
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -218,8 +270,8 @@ static bool start_write(vidmm_device *dev, struct vm_alloc *a)
  * least recently there first (dev->sysmem's lists). */
 void vm_budget(vidmm_device *dev)
 {
-    if (!dev->io || dev->removed || dev->sysmem_used <= dev->budget + dev->writing)
-        return;
+    if (!dev->io || !dev->budget || dev->removed || dev->sysmem_used <= dev->budget + dev->writing)
+        return; /* budget 0: no limit */
     if (dev->backoff_until && now_ns() < dev->backoff_until)
         return;
     dev->backoff_until = 0;
@@ -237,12 +289,36 @@ void vm_budget(vidmm_device *dev)
     }
 }
 
+/* Memory for a read-back: a warm range if one fits (already faulted in), else a fresh one.
+ * Returns true when the pages are cold (worth populating while the disk reads). */
+static int read_target(vidmm_device *dev, struct vm_alloc *a, bool *cold)
+{
+    uint64_t off;
+    const uint64_t len = a->g->size;
+    *cold = false;
+    if (dev->warm_bytes >= len && vmr_find(&dev->warm, 0, dev->warm.size, len, VIDMM_PAGE_SIZE, false, &off) &&
+        vmr_take(&dev->warm, off, len) == 0) {
+        dev->warm_bytes -= len;
+        a->has_backing = true;
+        a->backing_off = off;
+        a->backing = dev->arena.base + off;
+        dev->sysmem_used += len;
+        return 0;
+    }
+    *cold = true;
+    return vm_backing_ensure(dev, a); /* counts the memory in */
+}
+
 /* Start reading 'a' back (it is ON_DISK). */
-static int start_read(vidmm_device *dev, struct vm_alloc *a)
+static int start_read(vidmm_device *dev, struct vm_alloc *a, bool *cold)
 {
     int err = fence_add(dev, dev->io_fence_issued + 1);
     if (err)
         return err;
+    if ((err = read_target(dev, a, cold)) != 0) {
+        dev->n_io_out--; /* the fence just added */
+        return err;
+    }
     a->io_fence = ++dev->io_fence_issued;
     a->swap = VM_SWAP_READING;
     memset(&a->req, 0, sizeof a->req);
@@ -293,17 +369,21 @@ int vm_swap_in(vidmm_device *dev, struct vm_alloc *const *as, uint32_t n, bool w
         return 0;
     uint64_t f = 0;
     bool reading = false, writing = false;
+    struct vm_alloc *started[VM_SWAP_BATCH];
+    uint32_t nstarted = 0;
     int err = 0;
     for (uint32_t i = 0; i < n && !err; i++) {
         struct vm_alloc *a = as[i];
-        if (a->swap == VM_SWAP_ON_DISK && dev->npending < VM_SWAP_BATCH)
-            err = start_read(dev, a);
+        bool cold = false;
+        if (a->swap == VM_SWAP_ON_DISK && dev->npending < VM_SWAP_BATCH && (err = start_read(dev, a, &cold)) == 0 &&
+            cold)
+            started[nstarted++] = a;
         if (a->swap == VM_SWAP_READING) {
             reading = true;
             if (a->io_fence > f)
                 f = a->io_fence;
         }
-        writing |= a->swap == VM_SWAP_WRITING;
+        writing |= a->swap == VM_SWAP_WRITING || a->swap == VM_SWAP_RELEASING;
     }
     if (fence)
         *fence = f ? f : fence_completed(dev);
@@ -313,10 +393,15 @@ int vm_swap_in(vidmm_device *dev, struct vm_alloc *const *as, uint32_t n, bool w
         as[i]->hold++;
     if (dev->npending) {
         submit_pending(dev);
+        /* While the disk reads, fault the released pages back in with one call each, so the
+         * copy out of the staging buffer does not take a page fault per 4 KiB (held: valid). */
+        for (uint32_t i = 0; i < nstarted; i++)
+            vmos_arena_populate(&dev->arena, (size_t)started[i]->backing_off, (size_t)started[i]->g->size);
         pthread_mutex_lock(&dev->mu);
     }
     for (uint32_t i = 0; i < n; i++)
-        while (as[i]->swap == VM_SWAP_WRITING || (wait && as[i]->swap == VM_SWAP_READING))
+        while (as[i]->swap == VM_SWAP_WRITING || as[i]->swap == VM_SWAP_RELEASING ||
+               (wait && as[i]->swap == VM_SWAP_READING))
             pthread_cond_wait(&dev->io_cv, &dev->mu);
     for (uint32_t i = 0; i < n; i++) {
         struct vm_alloc *a = as[i];
@@ -341,10 +426,10 @@ int vm_swap_in(vidmm_device *dev, struct vm_alloc *const *as, uint32_t n, bool w
 void vm_swap_forget(vidmm_device *dev, struct vm_alloc *a)
 {
     a->dying = true;
-    while (a->swap == VM_SWAP_WRITING || a->swap == VM_SWAP_READING)
+    while (a->swap == VM_SWAP_WRITING || a->swap == VM_SWAP_RELEASING || a->swap == VM_SWAP_READING)
         pthread_cond_wait(&dev->io_cv, &dev->mu);
     if (a->swap == VM_SWAP_ON_DISK)
-        drop_disk_copy(dev, a); /* where stays DISK: its memory was uncounted when it went out */
+        drop_disk_copy(dev, a); /* where stays DISK; it has no memory since it went out */
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -434,4 +519,5 @@ void vm_swap_stats(vidmm_device *dev, struct vidmm_stats *out)
     out->swap_size = s.space_size;
     out->swap_in_flight = s.in_flight;
     out->swap_max_in_flight = s.max_in_flight;
+    out->swap_warm_bytes = dev->warm_bytes;
 }

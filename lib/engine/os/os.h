@@ -52,6 +52,7 @@ struct vmos_arena {
 int vmos_arena_init(struct vmos_arena *a, size_t reserve);
 void vmos_arena_destroy(struct vmos_arena *a);
 int vmos_arena_release(struct vmos_arena *a, size_t off, size_t len);
+void vmos_arena_populate(struct vmos_arena *a, size_t off, size_t len);
 
 /* An aperture window: 'size' bytes of address space. Unmapped pages read as zeros and take
  * writes without effect on any allocation (the "dummy page" of UNMAP_APERTURE_SEGMENT).
