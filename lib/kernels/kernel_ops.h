@@ -68,6 +68,23 @@ struct vidmm_kernel_ops {
                        const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
     void (*unswz_quads8)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    /* Whole 64-byte lines of a swizzle with streaming stores, for layouts whose line is four rows:
+     * swz_lines16_nt when the pair layout above also has y1 right above y0 (yo[r + 2] ==
+     * yo[r] ^ 32 for r % 4 == 0, bit 5 clear in yo[r] and in every xo[c]: Intel Y and Tile4, the
+     * D3D / AMD tables of 4-byte elements): the line at tile + (xo[c] ^ yo[r] ^ zoff) holds run c
+     * of rows r, r + 1, r + 2, r + 3. swz_qlines8_nt the same for the quad layout (Morton with
+     * 4-byte units): the quads of rows r, r + 1 and r + 2, r + 3 at xo[c] (c even) are one line.
+     * Rows [0, 4 nquads) x runs [0, ncols) (ncols even for qlines8); every line offset 64-byte
+     * aligned and 'tile' 32-byte aligned. No fence. NULL in the scalar table. */
+    void (*swz_lines16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
+    void (*swz_qlines8_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
+    /* The reverse of swz_lines16_nt with streaming stores to the linear rows: each line read
+     * whole (aligned loads), each row's 64 bytes of runs c .. c + 3 written whole. ncols a
+     * multiple of 4; 'lin' and 'row_pitch' 32-byte aligned, every line 64-byte aligned. */
+    void (*unswz_lines16_nt)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

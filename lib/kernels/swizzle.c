@@ -184,6 +184,57 @@ static bool quads8_ok(const struct vidmm_swz_tiles *t)
     return true;
 }
 
+/* lines16_ok() tells whether a pair layout (pairs16_ok()) also has y1 right above y0, so that
+ * run c of four rows r .. r + 3 (r % 4 == 0) is one aligned 64-byte line, rows in order (the
+ * line kernels of kernel_ops.h): Intel Y and Tile4 (tiling.md 4.1: y1 y0 above x3..x0), the D3D
+ * and AMD tables of 4-byte elements (5.2: y2 y1 y0 x3..x0); not the GOB (x4 above y0). */
+static bool lines16_ok(const struct vidmm_swz_tiles *t)
+{
+    if (!t->pair16 || t->th_log2 < 2)
+        return false;
+    for (unsigned c = 0; c < 1u << (t->tw_log2 - 4); c++)
+        if ((t->xo[c] & 63) != 0)
+            return false;
+    for (unsigned r = 0; r < 1u << t->th_log2; r += 4)
+        if ((t->yo[r] & 63) != 0 || t->yo[r + 1] != (t->yo[r] ^ 16) || t->yo[r + 2] != (t->yo[r] ^ 32) ||
+            t->yo[r + 3] != (t->yo[r] ^ 48))
+            return false;
+    return true;
+}
+
+/* qlines8_ok() is the same for the quad layout (quads8_ok()): y1 right above x1, so that the
+ * quads of rows r, r + 1 and r + 2, r + 3 at run c (c even) are one aligned 64-byte line:
+ * Morton with 4-byte units (tiling.md 6.1: y1 x1 y0 x0 at byte bits 5..2). */
+static bool qlines8_ok(const struct vidmm_swz_tiles *t)
+{
+    if (!t->quad8 || t->th_log2 < 2)
+        return false;
+    for (unsigned c = 0; c < 1u << (t->tw_log2 - 3); c += 2)
+        if ((t->xo[c] & 63) != 0)
+            return false;
+    for (unsigned r = 0; r < 1u << t->th_log2; r += 4)
+        if ((t->yo[r] & 63) != 0 || t->yo[r + 1] != (t->yo[r] ^ 8) || t->yo[r + 2] != (t->yo[r] ^ 32) ||
+            t->yo[r + 3] != (t->yo[r] ^ 40))
+            return false;
+    return true;
+}
+
+/* span_mask() is every bit an in-tile offset can have: the OR of all table entries and of the
+ * run's bytes, rounded up to a run of low ones. */
+static uint32_t span_mask(const struct vidmm_swz_tiles *t)
+{
+    uint32_t v = (1u << t->run_log2) - 1;
+    for (unsigned c = 0; c < 1u << (t->tw_log2 - t->run_log2); c++)
+        v |= t->xo[c];
+    for (unsigned r = 0; r < 1u << t->th_log2; r++)
+        v |= t->yo[r];
+    for (unsigned k = 0; k < 1u << t->td_log2; k++)
+        v |= t->zo[k];
+    for (unsigned sh = 1; sh < 32; sh *= 2)
+        v |= v >> sh;
+    return v;
+}
+
 /* prepare() resolves subresource (mip, layer) into '*m'. */
 static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_family *fam, uint32_t mip,
                    uint32_t layer, struct vidmm_swz_mip *m)
@@ -217,6 +268,8 @@ static int prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_fam
         merge_runs(&m->tiles);
         m->tiles.pair16 = pairs16_ok(&m->tiles);
         m->tiles.quad8 = quads8_ok(&m->tiles);
+        m->tiles.lines = lines16_ok(&m->tiles) || qlines8_ok(&m->tiles);
+        m->tiles.span_mask = span_mask(&m->tiles);
     }
     return m->addr != NULL && m->run_log2 <= 40 ? 0 : VIDMM_E_UNSUPPORTED;
 }
@@ -381,11 +434,11 @@ static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, u
  * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
  * common whole-tile shapes (listed in the switch) with constant trip counts as well. */
 static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, unsigned char *lin, size_t row_pitch,
-                         uint32_t zoff, unsigned col0, unsigned ncols, unsigned row0, unsigned nrows, enum dir dir,
-                         const struct vidmm_kernel_ops *ops)
+                         uint32_t zoff, const uint32_t *xo, unsigned col0, unsigned ncols, unsigned row0,
+                         unsigned nrows, enum dir dir, const struct vidmm_kernel_ops *ops)
 {
-    const uint32_t *xo = t->xo + col0, *yo = t->yo + row0;
-    const bool whole = col0 == 0 && row0 == 0 && ncols == 1u << (t->tw_log2 - t->run_log2) &&
+    const uint32_t *yo = t->yo + row0;
+    const bool whole = xo == t->xo && row0 == 0 && ncols == 1u << (t->tw_log2 - t->run_log2) &&
                        nrows == 1u << t->th_log2;
     if (t->pair16 && ops != NULL && ops->swz_pairs16 != NULL && (zoff & 16) == 0 && nrows >= 2) {
         /* The backend's row-pair kernel; an odd first row (a box starting on an odd row) and an
@@ -393,10 +446,11 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
         unsigned skip = row0 % 2, pairs = (nrows - skip) / 2;
         if (skip)
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 16, dir);
+        unsigned char *l2 = lin + skip * row_pitch;
         if (dir == TILE)
-            ops->swz_pairs16(tb, lin + skip * row_pitch, row_pitch, xo, yo + skip, zoff, ncols, pairs);
+            ops->swz_pairs16(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, pairs);
         else
-            ops->unswz_pairs16(tb, lin + skip * row_pitch, row_pitch, xo, yo + skip, zoff, ncols, pairs);
+            ops->unswz_pairs16(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, pairs);
         if (skip + 2 * pairs < nrows)
             tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 16, dir);
         return;
@@ -542,6 +596,87 @@ static void part_rows(unsigned char *tb, uint32_t key, unsigned char *lin, size_
 #undef PART_ROWS
 }
 
+/* How copy_tiles() writes whole tiles of a swizzle with streaming stores (run_copy() chooses):
+ * not at all, gathered in address order (swz_tile16_nt), row by row (swz_rows16_nt), or a line
+ * of four rows at a time (swz_lines16_nt, swz_qlines8_nt). */
+enum nt_walk { NT_NONE, NT_GATHER, NT_ROWS, NT_LINES16, NT_QLINES8 };
+
+/* group_tiles() moves rows [row0, row0 + nrows) of 'n' whole-width tiles tx, tx + 1, ... (the
+ * first at 'tb', its row row0 at 'lin') with one call of the pair or quad kernel, through a
+ * column table spanning the tiles: each tile's base relative to the first plus its xo[] entries.
+ * Walking 64-byte-wide block-linear tiles one at a time, every row of a tile was one 64-byte line
+ * 4 KiB or more from the last, and the swizzle of a 4 MiB surface ran at 0.64-0.72x memcpy; two
+ * to eight tiles per call (128-512 bytes of each row) measured 0.70-0.91x, best from 256 bytes
+ * on; for Intel Y / Tile4 (128-byte tiles) 256-512 bytes gained 0.05-0.1x and 1 KiB lost (Zen 3,
+ * 2026-11-22, surfaces of 1024 x 1024 x 4 bytes). Returns false, having moved nothing, when a
+ * base is not a multiple of the tables' span from the first (an XOR with the row's offset would
+ * carry into it) or lies beyond 2^31 of it; the caller then walks tile by tile. */
+#define GROUP_ROW_BYTES 512u
+static bool group_tiles(const struct vidmm_swz_tiles *t, unsigned char *tb, const unsigned char *tiled,
+                        const struct vidmm_swz_mip *m, uint64_t tx, uint32_t ty, uint32_t tz, unsigned n,
+                        unsigned char *lin, size_t row_pitch, uint32_t zoff, unsigned row0, unsigned nrows,
+                        enum dir dir, const struct vidmm_kernel_ops *ops)
+{
+    const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
+    uint32_t off[VIDMM_SWZ_MAX_XRUNS];
+    const uint64_t first = (uint64_t)(tb - tiled);
+
+    if (n * cols > VIDMM_SWZ_MAX_XRUNS)
+        return false;
+    for (unsigned g = 0; g < n; g++) {
+        const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx + g, ty, tz) - first;
+        if (d >= (1ull << 31) || (d & t->span_mask) != 0)
+            return false;
+        for (unsigned c = 0; c < cols; c++)
+            off[g * cols + c] = (uint32_t)d + t->xo[c];
+    }
+    runs_aligned(t, tb, lin, row_pitch, zoff, off, 0, n * cols, row0, nrows, dir, ops);
+    return true;
+}
+
+/* strips_nt() deswizzles the rows [row0, row0 + nrows) of a band (whole tiles across [x0, x1),
+ * rows in fours) four rows at a time across up to STRIP_RUNS runs, with unswz_lines16_nt():
+ * each tile line read whole, each linear row written in whole lines with streaming stores, the
+ * four rows as four sequential streams. For Intel Y at 64 MiB this measured 0.72-0.89x memcpy
+ * against 0.52-0.71x for the tile-by-tile walk with ordinary stores, in 6 of 6 paired runs; for
+ * Tile4 and the D3D 64 KB table it lost (0.53-0.83x against 0.67-0.83x) (Zen 3, 2026-11-22,
+ * 4096 x 4096 x 4 bytes), so run_copy() asks for it only for column-major tiles.
+ * Returns false when the band does not fit (edges not on tiles, alignment, a tile base the
+ * tables could carry into); rows already moved are then moved again tile by tile, which is
+ * harmless for a copy between buffers that do not overlap. */
+#define STRIP_RUNS 1024u
+static bool strips_nt(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *m, unsigned char *tiled,
+                      unsigned char *lband, size_t row_pitch, uint64_t x0, uint64_t x1, uint32_t ty, uint32_t tz,
+                      uint32_t zoff, unsigned row0, unsigned nrows, const struct vidmm_kernel_ops *ops)
+{
+    const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
+    uint32_t off[STRIP_RUNS];
+
+    if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (((uintptr_t)lband | row_pitch) & 31) != 0 ||
+        (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 || cols > STRIP_RUNS)
+        return false;
+    for (uint64_t cx = x0; cx < x1;) {
+        const uint64_t tx0 = cx >> t->tw_log2;
+        uint64_t ntile = (x1 - cx) >> t->tw_log2;
+        if (ntile * cols > STRIP_RUNS)
+            ntile = STRIP_RUNS / cols;
+        const uint64_t first = t->tile_base(m, tx0, ty, tz);
+        if ((first & 63) != 0)
+            return false;
+        for (unsigned g = 0; g < ntile; g++) {
+            const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx0 + g, ty, tz) - first;
+            if (d >= (1ull << 31) || (d & t->span_mask) != 0)
+                return false;
+            for (unsigned c = 0; c < cols; c++)
+                off[g * cols + c] = (uint32_t)d + t->xo[c];
+        }
+        ops->unswz_lines16_nt(tiled + first, lband + (cx - x0), row_pitch, off, t->yo + row0, zoff,
+                              (unsigned)(ntile * cols), nrows / 4);
+        cx += ntile << t->tw_log2;
+    }
+    return true;
+}
+
 /* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
  * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
  * offset is two table loads and an XOR, instead of a call of the address function. The linear
@@ -549,14 +684,22 @@ static void part_rows(unsigned char *tb, uint32_t key, unsigned char *lin, size_
  * while it is hot. Arguments are valid. */
 static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
                        unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
-                       const struct vidmm_kernel_ops *nt_ops, const uint16_t *inv, bool row_order,
-                       const struct vidmm_kernel_ops *stream_ops, const struct vidmm_kernel_ops *ops)
+                       enum nt_walk nt_walk, const uint16_t *inv, const struct vidmm_kernel_ops *stream_ops,
+                       const struct vidmm_kernel_ops *ops, bool grouped, bool lin_strips)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
     const uint32_t th_mask = (1u << t->th_log2) - 1, td_mask = (1u << t->td_log2) - 1;
     const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
     const uint32_t y1 = b->y + b->height;
+    /* The line kernels write 32-byte vectors to whole lines, the others 16-byte ones. */
+    const uintptr_t nt_align = nt_walk == NT_LINES16 || nt_walk == NT_QLINES8 ? 63 : 15;
+    /* Tiles per call of the pair and quad kernels (group_tiles()): GROUP_ROW_BYTES of each row. */
+    uint32_t group = 1;
+    if (grouped && nt_walk == NT_NONE && stream_ops == NULL &&
+        ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
+        t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
+        group = GROUP_ROW_BYTES >> t->tw_log2;
 
     for (uint32_t z = b->z; z < b->z + b->depth; z++) {
         const uint32_t zoff = t->zo[z & td_mask], tz = z >> t->td_log2;
@@ -567,27 +710,53 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                 r0 = b->y;
             if (r1 > y1)
                 r1 = y1;
+            if (lin_strips && r0 % 4 == 0 && r1 % 4 == 0 &&
+                strips_nt(t, m, tiled, lslice + (size_t)(r0 - b->y) * row_pitch, row_pitch, x0, x1, ty, tz, zoff,
+                          r0 & th_mask, r1 - r0, ops))
+                continue;
             for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
                 unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
+                /* Whole groups only, so that the column count is one the pair kernel unrolls (32
+                 * runs for the GOB and Intel tiles); a 64x64 box grouping three block-linear tiles
+                 * (12 runs, the generic loop) measured slower than tile by tile. */
+                if (group > 1 && (tx << t->tw_log2) >= x0 && (x1 >> t->tw_log2) >= tx + group) {
+                    unsigned char *lin = lslice + (size_t)(r0 - b->y) * row_pitch + ((tx << t->tw_log2) - x0);
+                    if (group_tiles(t, tb, tiled, m, tx, ty, tz, group, lin, row_pitch, zoff, r0 & th_mask, r1 - r0,
+                                    dir, ops)) {
+                        tx += group - 1;
+                        continue;
+                    }
+                }
                 uint64_t c0 = tx << t->tw_log2, c1 = c0 + tw_mask + 1;
                 if (c0 < x0)
                     c0 = x0;
                 if (c1 > x1)
                     c1 = x1;
-                if (nt_ops != NULL && zoff % 16 == 0 && ((c0 | c1) & tw_mask) == 0 && c1 - c0 == tw_mask + 1 &&
-                    r1 - r0 == th_mask + 1) {
-                    /* A whole tile of a large swizzle: streaming stores in address order. */
+                const bool whole = ((c0 | c1) & tw_mask) == 0 && c1 - c0 == tw_mask + 1 && r1 - r0 == th_mask + 1;
+                if (whole && nt_walk != NT_NONE && (zoff & nt_align) == 0 && ((uintptr_t)tb & nt_align) == 0) {
+                    /* A whole tile of a large swizzle: streaming stores, each line whole. (The
+                     * tile's own alignment is checked: mips in a packed tail may start anywhere
+                     * a family puts them.) */
                     unsigned char *lin = lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0);
-                    if (row_order)
-                        nt_ops->swz_rows16_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, (unsigned)((tw_mask + 1) >> 4),
-                                              th_mask + 1);
-                    else
-                        nt_ops->swz_tile16_nt(tb, lin, row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
-                                              zoff >> 4);
+                    const unsigned cols = (unsigned)((tw_mask + 1) >> t->run_log2);
+                    switch (nt_walk) {
+                    case NT_ROWS:
+                        ops->swz_rows16_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, cols, th_mask + 1);
+                        break;
+                    case NT_LINES16:
+                        ops->swz_lines16_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, cols, (th_mask + 1) / 4);
+                        break;
+                    case NT_QLINES8:
+                        ops->swz_qlines8_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, cols, (th_mask + 1) / 4);
+                        break;
+                    default:
+                        ops->swz_tile16_nt(tb, lin, row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
+                                           zoff >> 4);
+                        break;
+                    }
                     continue;
                 }
-                if (stream_ops != NULL && zoff % 16 == 0 && ((c0 | c1) & tw_mask) == 0 && c1 - c0 == tw_mask + 1 &&
-                    r1 - r0 == th_mask + 1) {
+                if (whole && stream_ops != NULL && zoff % 16 == 0) {
                     /* A whole tile from write-combined memory: streaming loads in address order. */
                     stream_ops->swz_untile16_stream(tb, lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0),
                                                     row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
@@ -605,8 +774,9 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                     e = h;
                 unsigned char *lband = lslice + (size_t)(r0 - b->y) * row_pitch;
                 if (e > h)
-                    runs_aligned(t, tb, lband + (h - x0), row_pitch, zoff, (unsigned)((h & tw_mask) >> t->run_log2),
-                                 (unsigned)((e - h) >> t->run_log2), r0 & th_mask, r1 - r0, dir, ops);
+                    runs_aligned(t, tb, lband + (h - x0), row_pitch, zoff, t->xo + ((h & tw_mask) >> t->run_log2),
+                                 (unsigned)((h & tw_mask) >> t->run_log2), (unsigned)((e - h) >> t->run_log2),
+                                 r0 & th_mask, r1 - r0, dir, ops);
                 if (c0 == h && e == c1)
                     continue;
                 if (c0 < h)
@@ -657,43 +827,64 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
         copy_box(m, b, tiled, linear, row_pitch, slice_pitch, dir);
         return;
     }
-    /* Streaming stores for tiling when the destination is larger than the cache would keep
-     * (the copy policy of copy.c), or when asked; the tiled buffer must be 16-byte aligned. */
-    bool nt = dir == TILE && ops->swz_tile16_nt != NULL && ((uintptr_t)tiled & 15) == 0 &&
-              (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
-               (strategy == VIDMM_STRATEGY_AUTO && stream_bytes >= vidmm_nt_threshold())) &&
-              build_inverse(&m->tiles, inv);
-    /* Row order while one tile row touches at most four 64-byte lines (the GOB: two rows complete
-     * them), so few write-combining buffers are open at once; address order (the gather)
-     * otherwise: a D3D 64 KB row touches 16 lines and row order ran 4x slower than ordinary
-     * stores there (Zen 3, 2026-11-22). */
-    bool row_order = false;
-    if (nt) {
-        unsigned cols = 1u << (m->tiles.tw_log2 - 4), lines = 0;
-        uint32_t seen[VIDMM_SWZ_MAX_XRUNS];
-        for (unsigned c = 0; c < cols; c++) {
-            uint32_t line = (m->tiles.xo[c] ^ m->tiles.yo[0]) >> 6;
-            unsigned k = 0;
-            while (k < lines && seen[k] != line)
-                k++;
-            if (k == lines)
-                seen[lines++] = line;
+    /* Streaming stores when the destination is larger than the cache would keep (the copy
+     * policy of copy.c), or when asked. */
+    const bool big = strategy == VIDMM_STRATEGY_NONTEMPORAL ||
+                     (strategy == VIDMM_STRATEGY_AUTO && stream_bytes >= vidmm_nt_threshold());
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    enum nt_walk nt_walk = NT_NONE;
+    if (dir == TILE && big && ((uintptr_t)tiled & 15) == 0) {
+        if (t->lines && t->pair16 && ops->swz_lines16_nt != NULL && ((uintptr_t)tiled & 63) == 0) {
+            /* Four rows to a line (Intel Y / Tile4, D3D and AMD at 4 bytes): each line built
+             * from four rows and written whole. */
+            nt_walk = NT_LINES16;
+        } else if (t->lines && t->quad8 && ops->swz_qlines8_nt != NULL && ((uintptr_t)tiled & 63) == 0) {
+            nt_walk = NT_QLINES8;
+        } else if (ops->swz_tile16_nt != NULL && build_inverse(t, inv)) {
+            /* Row order while one tile row touches at most four 64-byte lines (the GOB: two
+             * rows complete them), so few write-combining buffers are open at once; address
+             * order (the gather) otherwise: a D3D 64 KB row touches 16 lines and row order ran
+             * 4x slower than ordinary stores there (Zen 3, 2026-11-22). */
+            unsigned cols = 1u << (t->tw_log2 - 4), lines = 0;
+            uint32_t seen[VIDMM_SWZ_MAX_XRUNS];
+            for (unsigned c = 0; c < cols; c++) {
+                uint32_t line = (t->xo[c] ^ t->yo[0]) >> 6;
+                unsigned k = 0;
+                while (k < lines && seen[k] != line)
+                    k++;
+                if (k == lines)
+                    seen[lines++] = line;
+            }
+            nt_walk = lines <= 4 ? NT_ROWS : NT_GATHER;
+            /* Intel's 4 KiB tiles (8 lines a row) gained nothing from either order over ordinary
+             * stores (0.43-0.57x vs 0.64-0.81x memcpy at 64 MiB): streaming stores only where
+             * they measured a win, the GOB in row order and tiles of 16 KiB and more gathered. */
+            if (nt_walk == NT_GATHER && (1ull << (t->tw_log2 + t->th_log2)) < 16384)
+                nt_walk = NT_NONE;
         }
-        row_order = lines <= 4;
-        /* Intel's 4 KiB tiles (8 lines a row) gained nothing from either order over ordinary
-         * stores (0.43-0.57x vs 0.64-0.81x memcpy at 64 MiB): streaming stores only where they
-         * measured a win, the GOB in row order and tiles of 16 KiB and more gathered. */
-        if (!row_order && (1ull << (m->tiles.tw_log2 + m->tiles.th_log2)) < 16384)
-            nt = false;
     }
+    /* Not to the linear side of a deswizzle: the pair and quad kernels write each row's 64 bytes
+     * whole, but with streaming stores the deswizzle at 64 MiB fell from 1.13-1.33x to
+     * 0.61-0.70x memcpy (block-linear) and from 0.72-0.83x to 0.55-0.71x (Intel Y), in the same
+     * runs as the gains below (Zen 3, 2026-11-22): a tile's rows are 4-16 KiB apart, so the
+     * streamed lines land scattered over 32+ pages instead of in one stream. */
     /* Streaming loads for a deswizzle from write-combined memory (asked for, never guessed):
      * whole tiles read line by line in address order; partial tiles at the box's edges take
      * ordinary loads. */
     bool stream = dir == UNTILE && strategy == VIDMM_STRATEGY_STREAM_LOAD && ops->swz_untile16_stream != NULL &&
-                  ((uintptr_t)tiled & 15) == 0 && build_inverse(&m->tiles, inv);
-    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt ? ops : NULL, inv, row_order,
-               stream ? ops : NULL, ops);
-    if (nt)
+                  ((uintptr_t)tiled & 15) == 0 && build_inverse(t, inv);
+    /* Tiles grouped per kernel call (group_tiles()) while the destination fits the cache: beyond,
+     * the block-linear deswizzle of 64 MiB fell from 0.94-1.46x to 0.61-0.82x memcpy with them
+     * (Zen 3, 2026-11-22). */
+    /* A large deswizzle of column-major tiles (each run's rows contiguous over 512 bytes or
+     * more: Intel Y, tiling.md 4.1) walks four-row strips with streaming stores (strips_nt()). */
+    const bool lin_strips = dir == UNTILE && big && !stream && t->lines && t->pair16 && ops->unswz_lines16_nt != NULL &&
+                            t->tw_log2 >= 6 && t->xo[1] >= 512;
+    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt_walk, inv, stream ? ops : NULL, ops, !big,
+               lin_strips);
+    if (lin_strips)
+        vidmm_arch_store_fence();
+    if (nt_walk != NT_NONE)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
 

@@ -52,6 +52,10 @@ struct vidmm_swz_tiles {
                                            32-byte granules (kernel_ops.h swz_pairs16) */
     bool quad8;                         /* set by the engine: 8-byte runs in 2x2 quads of 32 bytes
                                            (kernel_ops.h swz_quads8) */
+    bool lines;                         /* set by the engine: pair16 or quad8 with four rows to
+                                           each 64-byte line (kernel_ops.h swz_lines16_nt) */
+    uint32_t span_mask;                 /* set by the engine: every bit an in-tile offset can have
+                                           (xo, yo, zo entries and the run), as low ones */
 };
 
 /* One mip of one layer, resolved: what the engine needs to copy any box of it. */

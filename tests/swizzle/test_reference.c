@@ -427,6 +427,33 @@ static void gen_case(struct t_rng *r, enum fam f, unsigned idx, struct tcase *c)
     c->tile_strategy = PICK(r, st_tile);
     c->untile_strategy = PICK(r, st_untile);
     c->slice_pitch = (b->height - 1) * c->row_pitch + row + (chance(r, 50) ? 0 : urand(r, 0, 300));
+    /* Now and then a box of whole Intel Y / Tile4 tile columns, rows in fours, with a 64-byte
+     * row pitch and streaming stores: what the four-row streaming walk of a large deswizzle
+     * (swizzle.c, strips_nt()) needs, so that it runs against the model on every backend. */
+    if (f == F_INTEL && c->s.tiling != VIDMM_TILING_INTEL_X && !c->null_box && 128 % c->s.elem == 0 &&
+        chance(r, 30)) {
+        const uint32_t tw = 128 / c->s.elem;
+        if (m->w >= tw && m->h >= 4) {
+            b->x = b->x / tw * tw;
+            if (b->x + tw > m->w)
+                b->x = (m->w / tw - 1) * tw;
+            uint32_t cols = (m->w - b->x) / tw, want = (b->width + tw - 1) / tw;
+            b->width = (want < cols ? want : cols) * tw;
+            b->y = b->y / 4 * 4;
+            uint32_t rows = (m->h - b->y) / 4 * 4, h4 = (b->height + 3) / 4 * 4;
+            b->height = h4 < rows ? h4 : rows;
+            if (b->height == 0) {
+                b->y = 0;
+                b->height = 4;
+            }
+            row = (size_t)b->width * c->s.elem;
+            while (row * b->height * b->depth > MAX_BOX_BYTES && b->height > 4)
+                b->height -= 4;
+            c->row_pitch = (row + 63) / 64 * 64;
+            c->slice_pitch = (size_t)b->height * c->row_pitch;
+            c->untile_strategy = VIDMM_STRATEGY_NONTEMPORAL;
+        }
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
