@@ -257,6 +257,8 @@ int vidmm_device_remove(vidmm_device *dev)
         if (!a)
             continue;
         vm_locks_drop(dev, a);
+        if (a->pinned && a->seg && a->in_bucket)
+            a->seg->pinned_bytes -= a->space; /* its list no longer counts it as pinned */
         a->pinned = false;
     }
     pthread_cond_broadcast(&dev->fence_cv);

@@ -267,12 +267,19 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
         *mode = VM_LOCK_DIRECT;
         return 0;
     }
-    if (a->where != VIDMM_WHERE_SEGMENT) { /* (2): first into a memory segment */
-        int err = vm_make_resident(dev, a, VM_USE_ANY | VM_USE_MEMORY_ONLY, false);
-        if (err)
+    /* (2): first into a memory segment; then (1). Its paging finishes before a range is taken
+     * (the mutex is released while waiting: no range is held across the wait); another thread's
+     * submission may move it meanwhile, hence the loop. */
+    int err;
+    for (;;) {
+        if (a->where != VIDMM_WHERE_SEGMENT &&
+            (err = vm_make_resident(dev, a, VM_USE_ANY | VM_USE_MEMORY_ONLY, false)) != 0)
             return err;
+        if ((err = vm_wait_paging_locked(dev, a->paging_fence)) != 0)
+            return err;
+        if (a->where == VIDMM_WHERE_SEGMENT && a->paging_fence <= dev->paging_done)
+            break;
     }
-    /* (1) resident in a memory segment. */
     int id = dev->nranges ? range_acquire(dev, a, args->private_data, NULL) : -1;
     if (id < 0) {
         /* No range: an unswizzling eviction, unless forbidden (spec 8.2 / 15.15). */
@@ -280,8 +287,7 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
             return VIDMM_E_NOT_AVAILABLE;
         if (a->pinned)
             return VIDMM_E_CANT_EVICT_PINNED;
-        int err = vm_evict_one(dev, a, true, false);
-        if (err)
+        if ((err = vm_evict_one(dev, a, true, false)) != 0)
             return err;
         *ptr = a->backing;
         *mode = VM_LOCK_DIRECT;
@@ -302,9 +308,6 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
         r->snap = sn;
         r->view_len = need;
     }
-    int err = vm_wait_paging_locked(dev, a->paging_fence);
-    if (err)
-        return err;
     /* Eager untiling: the view shows the surface as an unswizzling eviction would leave it. */
     vidmm_deswizzle_surface(&g->layout, &g->surface, a->seg->cpu + a->offset, (size_t)g->size, r->view,
                             (size_t)g->linear_size);
@@ -454,6 +457,13 @@ retry:
         /* Discard neutralises DonotWait and IgnoreSync (spec 6.3). */
         if ((err = rename_for_discard(dev, &a, (f & VIDMM_LOCK_NO_EXISTING_REFERENCE) != 0)) != 0)
             goto out;
+        if (a->where == VIDMM_WHERE_DISK || a->swap != VM_SWAP_NONE) {
+            /* An old instance the disk tier wrote out (or is moving): back first, then again
+             * from the top - the renaming then finds it current and idle. */
+            if ((err = vm_swap_in(dev, &a, 1, true, NULL)) != 0)
+                goto out;
+            goto retry;
+        }
     } else if (!((f & VIDMM_LOCK_IGNORE_SYNC) && (f & VIDMM_LOCK_DONOT_WAIT))) {
         /* IgnoreSync counts only with DonotWait; IgnoreReadSync waits for writes only. */
         const bool writes_only = (f & VIDMM_LOCK_IGNORE_READ_SYNC) != 0;
@@ -465,16 +475,9 @@ retry:
             vidmm_handle h = a->handle;
             while (!dev->removed && (a = vm_lookup(dev, h)) != NULL && vm_busy(dev, a, writes_only))
                 pthread_cond_wait(&dev->fence_cv, &dev->mu);
-            if (dev->removed) {
-                err = VIDMM_E_DEVICE_REMOVED;
-                goto out;
-            }
-            if (!a || a->lock_count) { /* destroyed or locked by another thread meanwhile */
-                err = VIDMM_E_INVALID_ARG;
-                goto out;
-            }
-            if ((err = check_lock(dev, a, args)) != 0)
-                goto out;
+            /* The mutex was released: anything may have happened to it (written out to disk,
+             * locked, destroyed). Everything is checked again. */
+            goto retry;
         }
     }
     uint8_t *ptr = NULL;
@@ -488,7 +491,9 @@ retry:
     } else {
         err = lock_direct(dev, a, args, &ptr);
     }
-    if (!err)
+    /* Its paging must be done before the pointer is handed out; waiting releases the mutex, and
+     * another thread's submission may have moved it meanwhile: wait until nothing is pending. */
+    while (!err && a->paging_fence > dev->paging_done)
         err = vm_wait_paging_locked(dev, a->paging_fence);
     if (--a->hold == 0 && dev->hold_waiters)
         pthread_cond_broadcast(&dev->paging_cv); /* a destroy is waiting for it */

@@ -81,7 +81,7 @@ static void emit_map(vidmm_device *dev, struct vm_alloc *a, struct vm_segment *s
 {
     struct vm_pop p;
     pop_init(&p, map ? VIDMM_PAGING_MAP_APERTURE_SEGMENT : VIDMM_PAGING_UNMAP_APERTURE_SEGMENT, a);
-    p.op.size = a->space;
+    p.op.size = a->g->size; /* the backing store's pages: what is mapped (pitch padding stays dummy) */
     p.op.dst = seg_loc(s, off);
     p.op.offset_in_pages = off / VIDMM_PAGE_SIZE;
     p.op.mdl_offset = 0;
@@ -407,7 +407,7 @@ static void page_into_memory(vidmm_device *dev, struct vm_alloc *a, struct vm_se
         if (from == VIDMM_WHERE_APERTURE) {
             struct vm_pop p;
             pop_init(&p, VIDMM_PAGING_UNMAP_APERTURE_SEGMENT, a);
-            p.op.size = len;
+            p.op.size = a->g->size; /* what was mapped there */
             p.op.dst = seg_loc(old, old_off);
             p.op.offset_in_pages = old_off / VIDMM_PAGE_SIZE;
             p.seg = old;
@@ -446,7 +446,7 @@ static int page_into_aperture(vidmm_device *dev, struct vm_alloc *a, struct vm_s
     } else if (from == VIDMM_WHERE_APERTURE) {
         struct vm_pop p;
         pop_init(&p, VIDMM_PAGING_UNMAP_APERTURE_SEGMENT, a);
-        p.op.size = len;
+        p.op.size = a->g->size; /* what was mapped there */
         p.op.dst = seg_loc(old, old_off);
         p.op.offset_in_pages = old_off / VIDMM_PAGE_SIZE;
         p.seg = old;
@@ -581,8 +581,9 @@ int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count)
         struct vm_alloc *a = vm_lookup(dev, handles[i]);
         if (a->pinned)
             err = VIDMM_E_CANT_EVICT_PINNED;
-        else if (a->lock_count || (a->range >= 0 && dev->ranges[a->range].active) || vm_busy(dev, a, false))
-            err = VIDMM_E_BUSY;
+        else if (a->lock_count || a->hold || (a->range >= 0 && dev->ranges[a->range].active) ||
+                 vm_busy(dev, a, false))
+            err = VIDMM_E_BUSY; /* locked, being placed or locked by another call, or GPU-busy */
         else
             err = vm_evict_one(dev, a, false, false);
         if (a->paging_fence > last)

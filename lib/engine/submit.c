@@ -108,6 +108,26 @@ static void hold(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         pthread_cond_broadcast(&dev->paging_cv); /* a destroy is waiting for them */
 }
 
+/* wait_paged() waits until the paging of every listed (held) allocation is done. Waiting
+ * releases the mutex, and another thread's submission may move one of them meanwhile (held, so
+ * never evicted, but a write reference moves it into its write set): it waits again then. */
+static int wait_paged(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count)
+{
+    for (;;) {
+        uint64_t last = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            const struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+            if (a->paging_fence > last)
+                last = a->paging_fence;
+        }
+        if (last <= dev->paging_done)
+            return 0;
+        int err = vm_wait_paging_locked(dev, last);
+        if (err)
+            return err;
+    }
+}
+
 /* Place every listed allocation (held by the caller). */
 static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
                      bool any_set, uint64_t *last_paging)
@@ -174,8 +194,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     hold(dev, refs, count, 1);
     err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, false, &last);
     if (!err)
-        err = vm_wait_paging_locked(dev, last);
-    hold(dev, refs, count, -1);
+        err = wait_paged(dev, refs, count);
     if (!err && dev->removed)
         err = VIDMM_E_DEVICE_REMOVED;
     /* Every referenced allocation may have moved while this thread waited: check again. */
@@ -187,6 +206,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
             err = VIDMM_E_NO_VIDEO_MEMORY;
     }
     if (err) {
+        hold(dev, refs, count, -1);
         vm_unlock_and_page(dev);
         return err;
     }
@@ -212,6 +232,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     dev->st.submissions++;
     if (fence)
         *fence = f;
+    hold(dev, refs, count, -1); /* after the fence: busy from here on */
     vm_unlock_and_page(dev);
     return 0;
 }
@@ -242,13 +263,10 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
         hold(dev, refs, count, 1);
         err = place_all(dev, refs, count, false, true, &last);
         if (!err)
-            err = vm_wait_paging_locked(dev, last);
+            err = wait_paged(dev, refs, count);
+        for (uint32_t i = 0; !err && where && i < count; i++)
+            fill_residency(vm_lookup(dev, handles[i]), &where[i]);
         hold(dev, refs, count, -1);
-    }
-    for (uint32_t i = 0; !err && where && i < count; i++) {
-        struct vm_alloc *a = vm_lookup(dev, handles[i]);
-        if (a)
-            fill_residency(a, &where[i]);
     }
     vm_unlock_and_page(dev);
     if (refs != small)
@@ -271,10 +289,14 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
         if (!err && (a = vm_lookup(dev, h)) == NULL)
             err = VIDMM_E_INVALID_ARG;
     }
-    if (!err)
-        err = vm_wait_paging_locked(dev, a->paging_fence);
-    if (!err && (a = vm_lookup(dev, h)) == NULL)
-        err = VIDMM_E_INVALID_ARG;
+    if (!err) {
+        /* Held across the wait: no write-out may take its memory meanwhile. */
+        a->hold++;
+        while (!err && a->paging_fence > dev->paging_done)
+            err = vm_wait_paging_locked(dev, a->paging_fence);
+        if (--a->hold == 0 && dev->hold_waiters)
+            pthread_cond_broadcast(&dev->paging_cv);
+    }
     if (err || n == 0)
         goto out;
     if (a->where == VIDMM_WHERE_NONE) {

@@ -154,7 +154,7 @@ static void write_done(void *arg, struct vmio_req *req, int err)
     pthread_mutex_lock(&dev->mu);
     dev->writing -= req->len;
     if (!err && a->where == VIDMM_WHERE_SYSMEM && a->gen == a->gen_at_write && !a->lock_count && !a->hold &&
-        !a->dying && a->paging_fence <= dev->paging_done) {
+        !a->dying && !a->altva && a->paging_fence <= dev->paging_done) {
         /* The disk copy is the content now; the memory leaves the allocation. */
         const uint64_t off = a->backing_off, len = a->g->size;
         dev->sysmem_used -= len;
