@@ -322,6 +322,18 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
 
 /* UseAlternateVA (spec 8.4, 15.16): the content in the backing store, seen through a VA of
  * its own. */
+/* The alternate VA: a view of the backing store's pages of its own. */
+static int altva_map(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->altva)
+        return 0;
+    int err = vm_backing_ensure(dev, a);
+    if (err)
+        return err;
+    a->altva_len = (size_t)a->g->size;
+    return vmos_view_map(&dev->arena, (size_t)a->backing_off, a->altva_len, &a->altva);
+}
+
 static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr)
 {
     int err;
@@ -329,27 +341,17 @@ static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_
         a->altva_range = 0;
         if (a->pinned)
             return VIDMM_E_CANT_EVICT_PINNED;
-        if (!a->altva) {
-            /* The eviction goes to the alternate VA's pages: SPECIAL_LOCK_TRANSFER. */
-            if ((err = vm_backing_ensure(dev, a)) != 0)
-                return err;
-            a->altva_len = (size_t)a->g->size;
-            if ((err = vmos_view_map(&dev->arena, (size_t)a->backing_off, a->altva_len, &a->altva)) != 0)
-                return err;
-        }
+        /* The eviction goes to the alternate VA's pages: SPECIAL_LOCK_TRANSFER. */
+        if ((err = altva_map(dev, a)) != 0)
+            return err;
         if ((err = vm_evict_one(dev, a, (a->g->desc.flags & VIDMM_ALLOC_SWIZZLED) != 0, true)) != 0)
             return err;
     } else if (a->where == VIDMM_WHERE_NONE) {
         if ((err = vm_materialize(dev, a)) != 0)
             return err;
     }
-    if (!a->altva) {
-        if ((err = vm_backing_ensure(dev, a)) != 0)
-            return err;
-        a->altva_len = (size_t)a->g->size;
-        if ((err = vmos_view_map(&dev->arena, (size_t)a->backing_off, a->altva_len, &a->altva)) != 0)
-            return err;
-    }
+    if ((err = altva_map(dev, a)) != 0)
+        return err;
     int id = dev->nranges ? range_acquire(dev, a, args->private_data, NULL) : -1;
     if (id >= 0) {
         a->altva_range = (uint32_t)id;

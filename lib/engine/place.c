@@ -404,16 +404,8 @@ static void page_into_memory(vidmm_device *dev, struct vm_alloc *a, struct vm_se
     } else {
         /* From another segment (an aperture: then unmap it afterwards). */
         emit_transfer(dev, a, VIDMM_PAGING_TRANSFER, seg_loc(old, old_off), old->cpu + old_off, seg_loc(s, off), dst, 0);
-        if (from == VIDMM_WHERE_APERTURE) {
-            struct vm_pop p;
-            pop_init(&p, VIDMM_PAGING_UNMAP_APERTURE_SEGMENT, a);
-            p.op.size = a->g->size; /* what was mapped there */
-            p.op.dst = seg_loc(old, old_off);
-            p.op.offset_in_pages = old_off / VIDMM_PAGE_SIZE;
-            p.seg = old;
-            p.a = NULL;
-            a->paging_fence = vm_emit(dev, &p);
-        }
+        if (from == VIDMM_WHERE_APERTURE)
+            emit_map(dev, a, old, old_off, false);
     }
     vm_set_where(dev, a, VIDMM_WHERE_SEGMENT);
     a->evicted_swizzled = false;
@@ -444,14 +436,7 @@ static int page_into_aperture(vidmm_device *dev, struct vm_alloc *a, struct vm_s
                       s->cpu + off, 0);
         a->dirty = false;
     } else if (from == VIDMM_WHERE_APERTURE) {
-        struct vm_pop p;
-        pop_init(&p, VIDMM_PAGING_UNMAP_APERTURE_SEGMENT, a);
-        p.op.size = a->g->size; /* what was mapped there */
-        p.op.dst = seg_loc(old, old_off);
-        p.op.offset_in_pages = old_off / VIDMM_PAGE_SIZE;
-        p.seg = old;
-        p.a = NULL;
-        a->paging_fence = vm_emit(dev, &p);
+        emit_map(dev, a, old, old_off, false);
     }
     vm_set_where(dev, a, VIDMM_WHERE_APERTURE);
     a->backing_valid = true;
