@@ -195,11 +195,39 @@ static void write_done(void *arg, struct vmio_req *req, int err)
     free_disk_copy(dev, c);
 }
 
+/* undo_read() takes back a read that never read the data (mutex held): the disk copy stays
+ * the content, the memory meant for it goes back (to the warm set while there is room), and
+ * whoever waits hears 'err'. */
+static void undo_read(vidmm_device *dev, struct vm_alloc *a, int err)
+{
+    const uint64_t off = a->backing_off, len = a->g->size;
+    if (dev->warm_bytes + len <= VM_WARM_MAX && vmr_give(&dev->warm, off, len) == 0) {
+        dev->warm_bytes += len;
+    } else {
+        vmos_arena_release(&dev->arena, (size_t)off, (size_t)len);
+        vmr_give(&dev->arena_space, off, len);
+    }
+    dev->sysmem_used -= len;
+    a->has_backing = false;
+    a->backing = NULL;
+    a->swap = VM_SWAP_ON_DISK;
+    a->io_err = err;
+    fence_done(dev, a->io_fence);
+    pthread_cond_broadcast(&dev->io_cv);
+}
+
 static void read_done(void *arg, struct vmio_req *req, int err)
 {
     struct vm_alloc *a = arg;
     vidmm_device *dev = a->dev;
     pthread_mutex_lock(&dev->mu);
+    if (err && err != VIDMM_E_IO) {
+        /* Not the data (the layer could not stage the read: out of memory): the disk copy is
+         * intact and stays; the caller hears the error and may try again. */
+        undo_read(dev, a, err);
+        pthread_mutex_unlock(&dev->mu);
+        return;
+    }
     if (err) {
         /* Never return it corrupt: the content is lost, and says so; it starts again as its
          * fill pattern so the allocation stays usable. */
@@ -341,10 +369,20 @@ static void submit_pending(vidmm_device *dev)
     memcpy(reqs, dev->pending, sizeof *reqs * n);
     dev->npending = 0;
     pthread_mutex_unlock(&dev->mu);
-    if (n && vmio_submit(dev->io, reqs, n) != 0) {
-        /* Refused (cannot happen with well-formed requests): undo, nothing lost. */
-        for (unsigned i = 0; i < n; i++)
-            reqs[i]->done(reqs[i]->arg, reqs[i], VIDMM_E_IO);
+    int err = n ? vmio_submit(dev->io, reqs, n) : 0;
+    if (err) {
+        /* Refused (cannot happen with well-formed requests): undone, nothing lost - a write-out
+         * keeps its memory (write_done with an error), a read-back its disk copy. */
+        for (unsigned i = 0; i < n; i++) {
+            if (reqs[i]->op == VMIO_WRITE) {
+                reqs[i]->done(reqs[i]->arg, reqs[i], err);
+            } else {
+                struct vm_alloc *a = reqs[i]->arg;
+                pthread_mutex_lock(&dev->mu);
+                undo_read(dev, a, err);
+                pthread_mutex_unlock(&dev->mu);
+            }
+        }
     }
 }
 
@@ -448,12 +486,16 @@ int vidmm_make_resident_async(vidmm_device *dev, const vidmm_handle *handles, ui
         uint32_t n = count - i < VM_SWAP_BATCH ? count - i : VM_SWAP_BATCH;
         for (uint32_t k = 0; k < n; k++)
             as[k] = vm_lookup(dev, handles[i + k]);
-        uint64_t fi = 0;
-        int e = vm_swap_in(dev, as, n, false, &fi);
-        if (e && e != VIDMM_E_BUSY)
-            err = e;
-        if (fi > f)
-            f = fi;
+        /* Twice: an allocation whose write-out was still releasing its memory is waited for
+         * by the first pass, and its read started by the second. */
+        for (int pass = 0; pass < 2 && !err; pass++) {
+            uint64_t fi = 0;
+            int e = vm_swap_in(dev, as, n, false, &fi);
+            if (e && e != VIDMM_E_BUSY)
+                err = e;
+            if (fi > f)
+                f = fi;
+        }
     }
     if (!err)
         *paging_fence = f;

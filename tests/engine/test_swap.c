@@ -332,3 +332,32 @@ Test(swap, destroy_with_io_in_flight, .timeout = 60)
         rig_close(&r);
     }
 }
+
+/* A read-back refused for want of memory (ENOMEM: nothing is said about the data) leaves the
+ * disk copy as the content: the call reports VIDMM_E_NO_MEMORY, the allocation stays on disk,
+ * nothing is marked lost, and the next call reads it back intact. */
+Test(swap, read_enomem_keeps_the_disk_copy, .timeout = 60)
+{
+    struct rig r;
+    memset(&r, 0, sizeof r);
+    t_rng_init(&r.rng, 31);
+    make_dir(&r);
+    rig_open(&r, VIDMM_IO_AUTO, 2u << 20, 64u << 20, 1);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(gpu_write(&r, i), 0);
+    cr_assert_eq(vidmm_trim_to_budget(r.dev, true), 0);
+    int on = -1;
+    for (int i = 0; i < N && on < 0; i++)
+        if (where(&r, i) == VIDMM_WHERE_DISK)
+            on = i;
+    cr_assert_geq(on, 0, "nothing went to disk");
+    vmio_test_inject(r.dev->io, VMIO_READ, 1, -ENOMEM, 0, false);
+    struct vidmm_lock_args la = { r.h[on], 0, 0, NULL, VIDMM_LOCK_READ_ONLY, 0, NULL };
+    cr_assert_eq(vidmm_lock(r.dev, &la), VIDMM_E_NO_MEMORY);
+    struct vidmm_alloc_info in = { .size_of = sizeof in };
+    cr_assert_eq(vidmm_alloc_query(r.dev, r.h[on], &in), 0);
+    cr_assert_eq(in.where, VIDMM_WHERE_DISK, "the disk copy was given up");
+    cr_assert_not(in.content_lost);
+    check(&r, on, "after a read-back refused for memory");
+    rig_close(&r);
+}

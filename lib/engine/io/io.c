@@ -40,6 +40,10 @@ int vmio_errno_to_err(int op, int neg_errno)
      * Everything else is a failing device or a bug: VIDMM_E_IO. */
     if (op == VMIO_WRITE && (neg_errno == -ENOSPC || neg_errno == -EDQUOT))
         return VIDMM_E_NO_MEMORY;
+    /* The kernel out of memory for the request is no statement about the data (io_uring may
+     * return it under pressure): the caller keeps its disk copy and tries again. */
+    if (neg_errno == -ENOMEM)
+        return VIDMM_E_NO_MEMORY;
     return VIDMM_E_IO;
 }
 

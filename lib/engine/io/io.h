@@ -92,7 +92,8 @@ struct vmio_req {
                                    it (pass crc + that block's index) */
     void (*done)(void *arg, struct vmio_req *req, int err); /* 0 or VIDMM_E_IO / VIDMM_E_NO_MEMORY
                                    (ENOSPC or EDQUOT on write: the file system is full, as when
-                                   vmio_space_alloc() finds no room; anything else the kernel
+                                   vmio_space_alloc() finds no room; ENOMEM either way, or no
+                                   staging memory: nothing said about the data; anything else the kernel
                                    reports, a short read at end of file, a cancelled request and
                                    a checksum mismatch are VIDMM_E_IO). A failed write leaves
                                    'buf' as it was; the extent's content on disk is then
