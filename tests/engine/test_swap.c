@@ -124,6 +124,18 @@ static uint32_t where(struct rig *r, int i)
     return in.where;
 }
 
+/* Trims to the budget and returns the first allocation the disk tier wrote out (fails the
+ * test when none went). */
+static int trim_and_find_on_disk(struct rig *r)
+{
+    cr_assert_eq(vidmm_trim_to_budget(r->dev, true), 0);
+    for (int i = 0; i < N; i++)
+        if (where(r, i) == VIDMM_WHERE_DISK)
+            return i;
+    cr_assert_fail("nothing went to disk");
+    return -1;
+}
+
 /* 16 MiB of allocations, 4 MiB of segment, 4 MiB of system-memory budget: at least half of the
  * content is on disk at any time. */
 static void round_trips(uint32_t backend, uint32_t threads)
@@ -185,12 +197,7 @@ Test(swap, async_read_back_and_fences, .timeout = 60)
     rig_open(&r, VIDMM_IO_AUTO, 2u << 20, 64u << 20, 1);
     for (int i = 0; i < N; i++)
         cr_assert_eq(gpu_write(&r, i), 0);
-    cr_assert_eq(vidmm_trim_to_budget(r.dev, true), 0);
-    int on = -1;
-    for (int i = 0; i < N && on < 0; i++)
-        if (where(&r, i) == VIDMM_WHERE_DISK)
-            on = i;
-    cr_assert_geq(on, 0, "nothing went to disk");
+    int on = trim_and_find_on_disk(&r);
     uint64_t f = 0;
     cr_assert_eq(vidmm_make_resident_async(r.dev, &r.h[on], 1, &f), 0);
     cr_assert_gt(f, 0u);
@@ -200,12 +207,7 @@ Test(swap, async_read_back_and_fences, .timeout = 60)
     check(&r, on, "after an asynchronous read-back");
     cr_assert_eq(vidmm_paging_fence_wait(r.dev, f + 1000, 0), VIDMM_E_INVALID_ARG);
     /* DonotWait on another one on disk. */
-    cr_assert_eq(vidmm_trim_to_budget(r.dev, true), 0);
-    int other = -1;
-    for (int i = 0; i < N && other < 0; i++)
-        if (where(&r, i) == VIDMM_WHERE_DISK)
-            other = i;
-    cr_assert_geq(other, 0);
+    int other = trim_and_find_on_disk(&r);
     struct vidmm_lock_args la = { r.h[other], 0, 0, NULL, VIDMM_LOCK_DONOT_WAIT, 0, NULL };
     int err = vidmm_lock(r.dev, &la);
     if (err == 0) { /* the read finished before the lock looked (sync backend, or a fast disk) */
@@ -246,12 +248,7 @@ Test(swap, injected_faults, .timeout = 60)
     for (int i = 0; i < N; i++)
         check(&r, i, "after short write-outs");
     /* Corrupt a read-back: VIDMM_E_IO, content lost, never returned corrupt. */
-    cr_assert_eq(vidmm_trim_to_budget(r.dev, true), 0);
-    int on = -1;
-    for (int i = 0; i < N && on < 0; i++)
-        if (where(&r, i) == VIDMM_WHERE_DISK)
-            on = i;
-    cr_assert_geq(on, 0);
+    int on = trim_and_find_on_disk(&r);
     vmio_test_inject(r.dev->io, VMIO_READ, 1, 0, 0, true);
     struct vidmm_lock_args la = { r.h[on], 0, 0, NULL, VIDMM_LOCK_READ_ONLY, 0, NULL };
     cr_assert_eq(vidmm_lock(r.dev, &la), VIDMM_E_IO, "a corrupted read-back was not reported");
@@ -266,12 +263,7 @@ Test(swap, injected_faults, .timeout = 60)
     cr_assert_eq(vidmm_get_stats(r.dev, &st), 0);
     cr_assert_eq(st.swap_read_failures, 1u);
     /* A failing read (EIO) likewise. */
-    cr_assert_eq(vidmm_trim_to_budget(r.dev, true), 0);
-    int on2 = -1;
-    for (int i = 0; i < N && on2 < 0; i++)
-        if (where(&r, i) == VIDMM_WHERE_DISK)
-            on2 = i;
-    cr_assert_geq(on2, 0);
+    int on2 = trim_and_find_on_disk(&r);
     vmio_test_inject(r.dev->io, VMIO_READ, 1, -EIO, 0, false);
     struct vidmm_alloc_ref ref = { r.h[on2], 0 };
     uint64_t fence;
@@ -345,12 +337,7 @@ Test(swap, read_enomem_keeps_the_disk_copy, .timeout = 60)
     rig_open(&r, VIDMM_IO_AUTO, 2u << 20, 64u << 20, 1);
     for (int i = 0; i < N; i++)
         cr_assert_eq(gpu_write(&r, i), 0);
-    cr_assert_eq(vidmm_trim_to_budget(r.dev, true), 0);
-    int on = -1;
-    for (int i = 0; i < N && on < 0; i++)
-        if (where(&r, i) == VIDMM_WHERE_DISK)
-            on = i;
-    cr_assert_geq(on, 0, "nothing went to disk");
+    int on = trim_and_find_on_disk(&r);
     vmio_test_inject(r.dev->io, VMIO_READ, 1, -ENOMEM, 0, false);
     struct vidmm_lock_args la = { r.h[on], 0, 0, NULL, VIDMM_LOCK_READ_ONLY, 0, NULL };
     cr_assert_eq(vidmm_lock(r.dev, &la), VIDMM_E_NO_MEMORY);
