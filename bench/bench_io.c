@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef VIDMM_BENCH_IO_LAYER
@@ -70,6 +71,7 @@
 /* The functions bench_main.c and b_report.c call (declared there too: b_common.h is shared). */
 void b_io_cases(void);
 double b_io_ref_gbps(const char *name, const char **why);
+double b_io_paired_ratio(const char *name, const char *ref, int *rounds, const char **why);
 void b_io_report_print(void);
 void b_io_write_json(FILE *f);
 
@@ -86,17 +88,24 @@ void b_io_write_json(FILE *f);
  * here) would quantise it in steps of 5%, so each run makes this many passes over the file. */
 #define FIO_LOOPS 4
 #define FIO_RUNS_FULL 5
+/* Paired rounds of the target cases (1 MiB, depth 32): quick / full. */
+#define IO_PAIRS_QUICK 9
+#define IO_PAIRS_FULL 9
+#define IO_MAX_PAIRS 9
 
 static const size_t io_bs[] = { 64 * B_KiB, 1 * B_MiB, 4 * B_MiB };
 static const uint32_t io_qd[] = { 1, 8, 32 };
 #define IO_NBS (sizeof(io_bs) / sizeof(io_bs[0]))
 #define IO_NQD (sizeof(io_qd) / sizeof(io_qd[0]))
-enum { IO_URING = 0, IO_THREADS = 1, IO_NBACKENDS = 2 };
-static const char *const io_backend_label[IO_NBACKENDS] = { "uring", "threads" };
+/* uring_unstaged: io_uring with vmio_config.unstaged (the bench buffers are page-aligned
+ * private anonymous memory, so every I/O moves straight from or into them), for comparison with
+ * the staged path the engine uses; 1 MiB blocks only. */
+enum { IO_URING = 0, IO_THREADS = 1, IO_URING_UNSTAGED = 2, IO_NBACKENDS = 3 };
+static const char *const io_backend_label[IO_NBACKENDS] = { "uring", "threads", "uring_unstaged" };
 
 struct io_spec {
     int write;          /* 1 write, 0 read */
-    int backend;        /* IO_URING, IO_THREADS */
+    int backend;        /* IO_URING, IO_THREADS, IO_URING_UNSTAGED */
     size_t bs;
     uint32_t qd;
     int ibs, iqd;       /* indexes into io_bs, io_qd */
@@ -110,6 +119,10 @@ struct fio_fig {
     double best;
     int runs;
     char why[160];      /* why there is no figure */
+    /* Paired rounds (io_pairs()): the io_uring backend's GB/s over fio's and over the thread
+     * pool's, each measured back to back in the same round. */
+    int npairs;
+    double vs_fio[IO_MAX_PAIRS], vs_threads[IO_MAX_PAIRS];
 };
 static struct fio_fig fio_figs[2][IO_NBS][IO_NQD];
 
@@ -238,6 +251,19 @@ static int mkdir_p(const char *dir)
     return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 #ifdef VIDMM_BENCH_IO_LAYER
 
 /* ---------------------------------------------------------------------------------------------
@@ -297,6 +323,58 @@ static int io_pass(struct io_fixture *f, int op)
     return rc;
 }
 
+static int fixture_open(const struct io_spec *sp, struct io_fixture *f);
+
+/* FIO_LOOPS passes of 'f', as one fio run makes: bytes/s, or NAN on an error. */
+static double io_loops(struct io_fixture *f, int op)
+{
+    double t0 = now_s();
+    for (int i = 0; i < FIO_LOOPS; i++)
+        if (io_pass(f, op) != 0)
+            return NAN;
+    return (double)IO_TOTAL * FIO_LOOPS / (now_s() - t0);
+}
+
+/* The target cases' paired rounds. This machine's virtual disk moves anywhere from 2 to 5 GB/s
+ * from one second to the next (other guests share the host), so figures measured minutes apart
+ * compare the host's moods, not the code. Each round therefore runs fio, the io_uring backend
+ * and the thread pool back to back on the same bytes (FIO_LOOPS passes of IO_TOTAL each, the
+ * order rotating from round to round), and keeps the two ratios of that round; the report gives
+ * their medians. Run once per spec, after its timed loop. */
+static void io_pairs(const struct io_spec *sp, struct io_fixture *fu, bool direct)
+{
+    struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
+    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : IO_PAIRS_QUICK;
+    if (ff->npairs > 0 || !fio_present())
+        return;
+    struct io_spec ts = *sp;
+    ts.backend = IO_THREADS;
+    struct io_fixture *ft = &fixtures[IO_THREADS][sp->ibs][sp->iqd];
+    if (ft->state == 0)
+        ft->state = fixture_open(&ts, ft) == 0 ? 1 : -1;
+    if (ft->state < 0)
+        return;
+    int op = sp->write ? VMIO_WRITE : VMIO_READ;
+    for (int k = 0; k < want; k++) {
+        double bw[3] = { NAN, NAN, NAN }; /* uring, fio, threads */
+        char why[160];
+        for (int j = 0; j < 3; j++) {
+            int which = (j + k) % 3;
+            if (which == 0)
+                bw[0] = io_loops(fu, op);
+            else if (which == 1)
+                bw[1] = fio_run(sp->write, sp->bs, sp->qd, direct, IO_TOTAL, why, sizeof(why));
+            else
+                bw[2] = io_loops(ft, op);
+        }
+        if (isnan(bw[0]) || isnan(bw[1]) || isnan(bw[2]))
+            return; /* n/a rather than a partial figure */
+        ff->vs_fio[ff->npairs] = bw[0] / bw[1];
+        ff->vs_threads[ff->npairs] = bw[0] / bw[2];
+        ff->npairs++;
+    }
+}
+
 static void fixture_close(struct io_fixture *f)
 {
     if (f->io != NULL)
@@ -350,9 +428,10 @@ static int fixture_open(const struct io_spec *sp, struct io_fixture *f)
     if (staging > IO_MAX_STAGING_MIB)
         staging = IO_MAX_STAGING_MIB;
     struct vmio_config cfg = { f->path, IO_TOTAL, sp->qd, 1, (uint32_t)staging,
-                               sp->backend == IO_URING ? VMIO_BACKEND_URING : VMIO_BACKEND_THREADS };
+                               sp->backend == IO_THREADS ? VMIO_BACKEND_THREADS : VMIO_BACKEND_URING,
+                               sp->backend == IO_URING_UNSTAGED };
     int rc = vmio_open(&cfg, &f->io);
-    if (rc == VIDMM_E_UNSUPPORTED && sp->backend == IO_URING) {
+    if (rc == VIDMM_E_UNSUPPORTED && sp->backend != IO_THREADS) {
         snprintf(f->why, sizeof(f->why), "skip: io_uring refused by this kernel (the thread pool runs instead)");
         return -1;
     }
@@ -418,6 +497,8 @@ static void b_io_body(vbench_state *st, const void *arg)
     if (rc != 0)
         vbench_fail(st, rc == VIDMM_E_IO ? "an I/O failed (VIDMM_E_IO: error or checksum mismatch)"
                                          : "an I/O failed");
+    else if (sp->backend == IO_URING && sp->bs == B_MiB && sp->qd == 32)
+        io_pairs(sp, f, vmio_direct(f->io));
 }
 
 #else /* !VIDMM_BENCH_IO_LAYER */
@@ -467,6 +548,11 @@ struct sw_fixture {
     bool direct;                /* the engine opened it with O_DIRECT */
 };
 static struct sw_fixture sw_fixtures[SW_NSPECS];
+/* Paired rounds of the swapped cases (sw_rounds()): median lock+unlock time of the round over
+ * the time fio's qd1 run of the same round takes to read SW_SIZE. */
+#define SW_LOCKS_PER_ROUND 7
+static double sw_round_ratio[SW_NSPECS][IO_MAX_PAIRS];
+static int sw_nrounds[SW_NSPECS];
 static bool sw_cleanup_registered;
 
 static void sw_cleanup(void)
@@ -652,6 +738,44 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
     return 0;
 }
 
+/* The lock target's paired rounds, as io_pairs() does for throughput: the disk's speed moves
+ * too much between the fio reference run and the case's repetitions. Each round runs fio's 4 MiB
+ * qd1 read, then SW_LOCKS_PER_ROUND cold locks (each made cold untimed first), or the other way
+ * round on odd rounds, and keeps median lock time / (SW_SIZE at fio's bandwidth). Once per spec. */
+static void sw_rounds(const struct sw_spec *sp, struct sw_fixture *f)
+{
+    size_t si = (size_t)(sp - sw_specs);
+    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : IO_PAIRS_QUICK;
+    if (sw_nrounds[si] > 0 || !fio_present())
+        return;
+    struct vidmm_lock_args la;
+    for (int k = 0; k < want; k++) {
+        double lock_s[SW_LOCKS_PER_ROUND], fio_bw = NAN;
+        char why[240];
+        for (int part = 0; part < 2; part++) {
+            if ((part == 0) == (k % 2 == 0)) {
+                fio_bw = fio_run(0, SW_SIZE, 1, f->direct, IO_TOTAL, why, sizeof(why));
+                continue;
+            }
+            for (int j = 0; j < SW_LOCKS_PER_ROUND; j++) {
+                if (sw_make_cold(f, why, sizeof(why)) != 0)
+                    return;
+                memset(&la, 0, sizeof(la));
+                la.allocation = f->h;
+                la.flags = VIDMM_LOCK_READ_ONLY;
+                double t0 = now_s();
+                if (sw_lock_unlock(f->dev, &la, &f->h) != 0)
+                    return;
+                lock_s[j] = now_s() - t0;
+            }
+        }
+        if (!(fio_bw > 0))
+            return;
+        qsort(lock_s, SW_LOCKS_PER_ROUND, sizeof(double), cmp_double);
+        sw_round_ratio[si][sw_nrounds[si]++] = lock_s[SW_LOCKS_PER_ROUND / 2] / ((double)SW_SIZE / fio_bw);
+    }
+}
+
 static void b_sw_body(vbench_state *st, const void *arg)
 {
     const struct b_case *c = arg;
@@ -708,6 +832,8 @@ static void b_sw_body(vbench_state *st, const void *arg)
             }
         }
     }
+    if (why[0] == '\0' && rc == 0 && sp->swapped)
+        sw_rounds(sp, f);
     if (why[0] != '\0') {
         vbench_fail(st, why);
     } else if (rc != 0) {
@@ -728,6 +854,8 @@ void b_io_cases(void)
                 fio_figs[w][i][j].best = NAN;
                 snprintf(fio_figs[w][i][j].why, sizeof(fio_figs[w][i][j].why), "not run");
                 for (int b = 0; b < IO_NBACKENDS; b++) {
+                    if (b == IO_URING_UNSTAGED && io_bs[i] != B_MiB)
+                        continue;
                     struct io_spec *sp = &specs[nspecs++];
                     sp->write = w;
                     sp->backend = b;
@@ -754,6 +882,46 @@ void b_io_cases(void)
 }
 
 /* "fio/<write|read>/<bs>/<qd>" -> fio's GB/s (1e9 bytes/s), or NAN with '*why'. */
+/* The median over the paired rounds (io_pairs()) of case 'name' ("io/<write|read>_qd<D>/uring/
+ * <bs>") over 'ref' ("fio" or "threads"), or NAN with '*why'; '*rounds' says how many. */
+double b_io_paired_ratio(const char *name, const char *ref, int *rounds, const char **why)
+{
+    char dir[8];
+    unsigned qd;
+    size_t bs;
+    *rounds = 0;
+    *why = "no paired rounds (fio missing, or the case did not run)";
+    for (size_t si = 0; si < SW_NSPECS; si++) {
+        char n[B_NAME_MAX];
+        snprintf(n, sizeof(n), "io/%s/%s/%zu", sw_specs[si].variant, sw_specs[si].backend, SW_SIZE);
+        if (strcmp(n, name) != 0 || sw_nrounds[si] == 0)
+            continue;
+        double v[IO_MAX_PAIRS];
+        memcpy(v, sw_round_ratio[si], sizeof(double) * (size_t)sw_nrounds[si]);
+        qsort(v, (size_t)sw_nrounds[si], sizeof(double), cmp_double);
+        int m = sw_nrounds[si];
+        *rounds = m;
+        *why = NULL;
+        return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+    }
+    if (sscanf(name, "io/%5[a-z]_qd%u/uring/%zu", dir, &qd, &bs) != 3)
+        return NAN;
+    int w = strcmp(dir, "write") == 0;
+    for (size_t i = 0; i < IO_NBS; i++)
+        for (size_t j = 0; j < IO_NQD; j++) {
+            const struct fio_fig *ff = &fio_figs[w][i][j];
+            if (io_bs[i] != bs || io_qd[j] != qd || ff->npairs == 0)
+                continue;
+            double v[IO_MAX_PAIRS];
+            memcpy(v, strcmp(ref, "fio") == 0 ? ff->vs_fio : ff->vs_threads, sizeof(double) * (size_t)ff->npairs);
+            qsort(v, (size_t)ff->npairs, sizeof(double), cmp_double);
+            *rounds = ff->npairs;
+            *why = NULL;
+            return ff->npairs % 2 ? v[ff->npairs / 2] : (v[ff->npairs / 2 - 1] + v[ff->npairs / 2]) / 2;
+        }
+    return NAN;
+}
+
 double b_io_ref_gbps(const char *name, const char **why)
 {
     char dir[8];
@@ -835,6 +1003,20 @@ void b_io_report_print(void)
                 print_val(u / t, "%*.3f", 9);
                 if (isnan(fv) && why != NULL)
                     printf("  (fio: %s)", why);
+                printf("\n");
+            }
+    for (int w = 1; w >= 0; w--)
+        for (size_t i = 0; i < IO_NBS; i++)
+            for (size_t j = 0; j < IO_NQD; j++) {
+                const struct fio_fig *ff = &fio_figs[w][i][j];
+                if (ff->npairs == 0)
+                    continue;
+                printf("paired rounds, %s %zuK qd%u: uring / fio", w ? "write" : "read", io_bs[i] / B_KiB, io_qd[j]);
+                for (int k = 0; k < ff->npairs; k++)
+                    printf(" %.3f", ff->vs_fio[k]);
+                printf("; uring / threads");
+                for (int k = 0; k < ff->npairs; k++)
+                    printf(" %.3f", ff->vs_threads[k]);
                 printf("\n");
             }
 }

@@ -217,6 +217,7 @@ struct t_io {
     char path[PATH_MAX];
     struct vmio *io;
     int backend;
+    bool unstaged;              /* set before t_open(): vmio_config.unstaged */
 };
 
 static const char *uring_skip =
@@ -227,7 +228,7 @@ static void t_open_at(struct t_io *t, const char *dir, int backend, uint64_t max
 {
     int n = snprintf(t->path, sizeof(t->path), "%s/swap", dir);
     cr_assert(n > 0 && (size_t)n < sizeof(t->path), "path too long");
-    struct vmio_config c = { t->path, max, depth, 1, staging_mib, backend };
+    struct vmio_config c = { t->path, max, depth, 1, staging_mib, backend, t->unstaged };
     int rc = vmio_open(&c, &t->io);
     if (rc == VIDMM_E_UNSUPPORTED && backend == VMIO_BACKEND_URING)
         cr_skip("%s", uring_skip);
@@ -302,12 +303,17 @@ static void roundtrips(struct t_io *tp, int backend)
     t_rng_init(&rng, 0x10 + (uint64_t)backend);
     struct waiter w;
     waiter_init(&w);
+    uint64_t aligned_ios = 0;
     for (int iter = 0; iter < 24; iter++) {
         size_t len = t_rng_len(&rng, 4 * KiB, 3 * MiB) & ~(4 * KiB - 1);
         if (len == 0)
             len = 4 * KiB;
-        size_t mis_src = iter < 8 ? (size_t)iter * 9 : t_rng_below(&rng, 64);
-        size_t mis_dst = t_rng_below(&rng, 64);
+        /* With t.unstaged, page-aligned buffers move unstaged, others through the slots: writes
+         * and reads of each kind, in every combination. */
+        size_t mis_src = iter % 2 == 0 ? 0 : iter < 8 ? (size_t)iter * 9 : 1 + t_rng_below(&rng, 63);
+        size_t mis_dst = iter % 3 == 0 ? 0 : 1 + t_rng_below(&rng, 63);
+        size_t ios = (len + info.slot_size - 1) / info.slot_size;
+        aligned_ios += (mis_src == 0 ? ios : 0) + (mis_dst == 0 ? ios : 0);
         void *bs, *bd;
         unsigned char *src = t_buf(len, mis_src, &bs), *dst = t_buf(len, mis_dst, &bd);
         t_rng_bytes(&rng, src, len);
@@ -339,6 +345,21 @@ static void roundtrips(struct t_io *tp, int backend)
     cr_assert_eq(s.errors, 0u);
     cr_assert_eq(s.in_flight, 0u);
     cr_assert_eq(s.space_used, 0u, "swap space leaked: %llu bytes", (unsigned long long)s.space_used);
+    /* Which path the I/Os took: all staged by default; with t.unstaged, at least every I/O of a
+     * page-aligned buffer unstaged (with O_DIRECT, others may qualify by statx's alignment;
+     * buffered, every one does), and staged ones too where the file is O_DIRECT. */
+    cr_log_info("%s%s: %llu of %llu I/Os unstaged (%llu page-aligned)", vmio_backend_name(backend),
+                t.unstaged ? " unstaged" : "", (unsigned long long)s.unstaged_ios, (unsigned long long)s.ios,
+                (unsigned long long)aligned_ios);
+    if (!t.unstaged) {
+        cr_assert_eq(s.unstaged_ios, 0u, "%llu I/Os were not staged", (unsigned long long)s.unstaged_ios);
+    } else {
+        cr_assert_geq(s.unstaged_ios, aligned_ios, "page-aligned I/Os were staged");
+        if (info.direct && (info.dio_mem_align == 0 || info.dio_mem_align >= 64))
+            cr_assert_eq(s.unstaged_ios, aligned_ios, "misaligned buffers went to the kernel unstaged");
+        else if (!info.direct)
+            cr_assert_eq(s.unstaged_ios, s.ios, "buffered: every I/O can go unstaged");
+    }
     if (backend == VMIO_BACKEND_SYNC)
         cr_assert_eq(w.in_submit_calls, w.calls, "sync: callbacks run inside vmio_submit()");
     else
@@ -346,9 +367,11 @@ static void roundtrips(struct t_io *tp, int backend)
     waiter_fini(&w);
 }
 
-static void do_roundtrip(int backend)
+static void do_roundtrip(int backend, bool unstaged)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
+    t.unstaged = unstaged;
     /* 4 slots of 256 KiB: lengths up to 3 MiB span several slots and the whole staging. */
     t_open(&t, backend, 64 * MiB, 4, 1);
     roundtrips(&t, backend);
@@ -356,7 +379,8 @@ static void do_roundtrip(int backend)
 }
 
 #define DEF(tag, b) \
-    Test(io_roundtrip, tag, .timeout = T_IO_TIMEOUT) { do_roundtrip(b); }
+    Test(io_roundtrip, tag, .timeout = T_IO_TIMEOUT) { do_roundtrip(b, false); } \
+    Test(io_roundtrip_unstaged, tag, .timeout = T_IO_TIMEOUT) { do_roundtrip(b, true); }
 T_IO_BACKENDS(DEF)
 #undef DEF
 
@@ -365,6 +389,7 @@ T_IO_BACKENDS(DEF)
 static void do_many(int backend)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, backend, 256 * MiB, 8, 4);
     enum { N = 192 };
     struct t_rng rng;
@@ -424,6 +449,7 @@ T_IO_BACKENDS(DEF)
 static void do_large(int backend)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, backend, 32 * MiB, 4, 1);
     struct vmio_info info;
     vmio_get_info(t.io, &info);
@@ -476,15 +502,21 @@ T_IO_BACKENDS(DEF)
  * Injected faults.
  * ------------------------------------------------------------------------------------------- */
 
-static void do_faults(int backend)
+/* Every fault on both data paths: staged (the default; misaligned buffers) and unstaged
+ * (vmio_config.unstaged, page-aligned buffers, which the kernel reads and writes in place). */
+static void do_faults(int backend, bool unstaged)
 {
+    const bool staged = !unstaged;
     struct t_io t;
+    memset(&t, 0, sizeof(t));
+    t.unstaged = unstaged;
     t_open(&t, backend, 32 * MiB, 4, 1); /* 256 KiB slots: a 1 MiB request is 4 I/Os */
     size_t len = 1 * MiB;
     struct t_rng rng;
     t_rng_init(&rng, 0x40 + (uint64_t)backend);
     void *bs, *bd, *bk;
-    unsigned char *src = t_buf(len, 5, &bs), *dst = t_buf(len, 0, &bd), *keep = t_buf(len, 0, &bk);
+    unsigned char *src = t_buf(len, staged ? 5 : 0, &bs), *dst = t_buf(len, staged ? 61 : 0, &bd);
+    unsigned char *keep = t_buf(len, 0, &bk);
     t_rng_bytes(&rng, src, len);
     memcpy(keep, src, len);
     uint64_t off;
@@ -563,6 +595,11 @@ static void do_faults(int backend)
     vmio_get_stats(t.io, &s1);
     cr_assert_eq(s1.in_flight, 0u);
     cr_assert_eq(s1.ios_in_flight, 0u);
+    if (staged)
+        cr_assert_eq(s1.unstaged_ios, 0u, "staged: %llu I/Os unstaged", (unsigned long long)s1.unstaged_ios);
+    else
+        cr_assert_eq(s1.unstaged_ios, s1.ios, "page-aligned buffers: %llu of %llu I/Os unstaged",
+                     (unsigned long long)s1.unstaged_ios, (unsigned long long)s1.ios);
     vmio_space_free(t.io, off, len);
     free(q.crc);
     free(bs);
@@ -573,7 +610,8 @@ static void do_faults(int backend)
 }
 
 #define DEF(tag, b) \
-    Test(io_faults, tag, .timeout = T_IO_TIMEOUT) { do_faults(b); }
+    Test(io_faults, tag, .timeout = T_IO_TIMEOUT) { do_faults(b, false); } \
+    Test(io_faults_unstaged, tag, .timeout = T_IO_TIMEOUT) { do_faults(b, true); }
 T_IO_BACKENDS(DEF)
 #undef DEF
 
@@ -610,6 +648,7 @@ static void do_enospc(int backend)
     struct t_dir d;
     mount_private(&d, "tmpfs", "size=4m,mode=0700", "ENOSPC on a real file system (a 4 MiB tmpfs)");
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t.dir = d;
     t_open_at(&t, d.path, backend, 16 * MiB, 4, 1);
     cr_log_info("%s on a 4 MiB tmpfs: %s", vmio_backend_name(backend), vmio_direct(t.io) ? "O_DIRECT" : "buffered");
@@ -690,6 +729,7 @@ static void do_buffered(int backend)
     struct t_dir d;
     mount_private(&d, "ramfs", "mode=0700", "buffered I/O on a file system without O_DIRECT (ramfs)");
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t.dir = d;
     t_open_at(&t, d.path, backend, 64 * MiB, 4, 1);
     cr_assert_not(vmio_direct(t.io), "ramfs took O_DIRECT?");
@@ -710,6 +750,7 @@ T_IO_BACKENDS(DEF)
 static void do_close_in_flight(int backend)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, backend, 128 * MiB, 4, 2);
     enum { N = 64 };
     size_t len = 1 * MiB;
@@ -835,6 +876,7 @@ out:
 static void do_threads(int backend)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, backend, 64 * MiB, 8, 2);
     struct mt_shared sh;
     memset(&sh, 0, sizeof(sh));
@@ -873,7 +915,7 @@ Test(io_rings, two_rings, .timeout = T_IO_TIMEOUT)
     t_dir_make(&d);
     char path[PATH_MAX];
     t_dir_file(&d, "swap", path, sizeof(path));
-    struct vmio_config c = { path, 64 * MiB, 4, 2, 4, VMIO_BACKEND_URING };
+    struct vmio_config c = { path, 64 * MiB, 4, 2, 4, VMIO_BACKEND_URING, false };
     struct vmio *io;
     int rc = vmio_open(&c, &io);
     if (rc == VIDMM_E_UNSUPPORTED) {
@@ -976,6 +1018,7 @@ Test(io_crc, fast_equals_table, .timeout = T_IO_TIMEOUT)
 Test(io_space, alloc_free_reuse_punch, .timeout = T_IO_TIMEOUT)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, VMIO_BACKEND_SYNC, 16 * MiB + 1000, 0, 0);
     uint64_t a = vmio_align(t.io);
     cr_assert(a >= 4096 && (a & (a - 1)) == 0, "alignment %llu", (unsigned long long)a);
@@ -1041,7 +1084,7 @@ Test(io_space, alloc_free_reuse_punch, .timeout = T_IO_TIMEOUT)
 Test(io_args, refused, .timeout = T_IO_TIMEOUT)
 {
     struct vmio *io = (struct vmio *)(uintptr_t)1;
-    struct vmio_config c = { NULL, 1 * MiB, 0, 0, 0, VMIO_BACKEND_SYNC };
+    struct vmio_config c = { NULL, 1 * MiB, 0, 0, 0, VMIO_BACKEND_SYNC, false };
     cr_assert_eq(vmio_open(&c, &io), VIDMM_E_INVALID_ARG);
     cr_assert_eq(io, (struct vmio *)(uintptr_t)1, "*out written on failure");
     cr_assert_eq(vmio_open(NULL, &io), VIDMM_E_INVALID_ARG);
@@ -1052,6 +1095,7 @@ Test(io_args, refused, .timeout = T_IO_TIMEOUT)
     vmio_close(NULL);
 
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, VMIO_BACKEND_THREADS, 4 * MiB, 2, 1);
     struct waiter w;
     waiter_init(&w);
@@ -1109,7 +1153,7 @@ static int open_auto(struct t_dir *d, int *backend)
 {
     char path[PATH_MAX];
     t_dir_file(d, "swap", path, sizeof(path));
-    struct vmio_config c = { path, 4 * MiB, 4, 1, 1, VMIO_BACKEND_AUTO };
+    struct vmio_config c = { path, 4 * MiB, 4, 1, 1, VMIO_BACKEND_AUTO, false };
     struct vmio *io;
     int rc = vmio_open(&c, &io);
     if (rc != 0)
@@ -1191,7 +1235,7 @@ static void do_fallback(int err)
         cr_assert_eq(b, VMIO_BACKEND_THREADS, "AUTO did not fall back to the thread pool");
         char path[PATH_MAX];
         t_dir_file(&d, "swap", path, sizeof(path));
-        struct vmio_config c = { path, 4 * MiB, 4, 1, 1, VMIO_BACKEND_URING };
+        struct vmio_config c = { path, 4 * MiB, 4, 1, 1, VMIO_BACKEND_URING, false };
         struct vmio *io;
         cr_assert_eq(vmio_open(&c, &io), VIDMM_E_UNSUPPORTED, "forced io_uring where it cannot run");
         struct stat st;
@@ -1212,6 +1256,7 @@ Test(io_backend, enomem_stays_an_error, .timeout = T_IO_TIMEOUT) { do_fallback(E
 Test(io_backend, direct_io_report, .timeout = T_IO_TIMEOUT)
 {
     struct t_io t;
+    memset(&t, 0, sizeof(t));
     t_open(&t, VMIO_BACKEND_SYNC, 4 * MiB, 0, 0);
     struct vmio_info info;
     vmio_get_info(t.io, &info);
@@ -1266,6 +1311,7 @@ Test(io_backend, setup_flags_dropped, .timeout = T_IO_TIMEOUT)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         vmio_test_refuse_setup_flags(cases[i].refuse);
         struct t_io t;
+        memset(&t, 0, sizeof(t));
         t_open(&t, VMIO_BACKEND_URING, 16 * MiB, 4, 1);
         struct vmio_info info;
         vmio_get_info(t.io, &info);

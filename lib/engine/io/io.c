@@ -113,20 +113,32 @@ void vmio_unmap_stage(uint8_t *p, size_t bytes)
 }
 
 /* The copy into or out of a slot and the checksums are one pass over the bytes
- * (vmio_crc32c_copy_blocks()), done three blocks at a time. The CRCs of a write are computed
- * over the slot's bytes as they are read from the caller's buffer - the bytes the kernel is
- * given - so a caller changing its buffer during the write cannot make them disagree. */
+ * (vmio_crc32c_copy_blocks()), done three blocks at a time. The CRCs of a staged write are
+ * computed over the slot's bytes as they are read from the caller's buffer - the bytes the
+ * kernel is given - so a caller changing its buffer during the write cannot make them disagree
+ * (an unstaged write can: io_impl.h). */
 #define STAGE_GROUP (3 * (size_t)VMIO_BLOCK)
 
-void vmio_stage_out(struct vmio_req *r, uint64_t at, uint32_t len, uint32_t io_len, uint8_t *stage)
+uint8_t *vmio_io_begin(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, uint32_t io_len,
+                       uint8_t *stage)
 {
-    const uint8_t *src = (const uint8_t *)r->buf + at;
-    vmio_crc32c_copy_blocks(stage, src, len, r->crc + at / VMIO_BLOCK);
-    if (io_len > len)
-        memset(stage + len, 0, io_len - len);
+    uint8_t *buf = (uint8_t *)r->buf + at;
+    uint32_t *crc = r->crc + at / VMIO_BLOCK;
+    if (vmio_unstaged(io, r, at, len)) {
+        if (r->op == VMIO_WRITE)
+            vmio_crc32c_blocks(buf, len, crc);
+        atomic_fetch_add_explicit(&io->unstaged_ios, 1, memory_order_relaxed);
+        return buf;
+    }
+    if (r->op == VMIO_WRITE) {
+        vmio_crc32c_copy_blocks(stage, buf, len, crc);
+        if (io_len > len)
+            memset(stage + len, 0, io_len - len);
+    }
+    return stage;
 }
 
-int vmio_stage_in(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, const uint8_t *stage)
+int vmio_read_end(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, const uint8_t *data)
 {
     uint8_t *dst = (uint8_t *)r->buf + at;
     const uint32_t *want = r->crc + at / VMIO_BLOCK;
@@ -134,8 +146,12 @@ int vmio_stage_in(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len
     for (size_t done = 0; done < len;) {
         size_t n = len - done < STAGE_GROUP ? len - done : STAGE_GROUP;
         size_t nb = (n + VMIO_BLOCK - 1) / VMIO_BLOCK;
-        /* Copied as it is checked: on a mismatch the caller's bytes are unspecified (io.h). */
-        vmio_crc32c_copy_blocks(dst + done, stage + done, n, got);
+        /* A staged read is copied as it is checked: on a mismatch the caller's bytes are
+         * unspecified (io.h). */
+        if (data == dst)
+            vmio_crc32c_blocks(dst + done, n, got);
+        else
+            vmio_crc32c_copy_blocks(dst + done, data + done, n, got);
         if (memcmp(got, want + done / VMIO_BLOCK, nb * sizeof(uint32_t)) != 0) {
             atomic_fetch_add_explicit(&io->checksum_failures, 1, memory_order_relaxed);
             return VIDMM_E_IO;
@@ -299,6 +315,7 @@ static int open_file(struct vmio *io, const char *path)
     io->align = VMIO_FALLBACK_ALIGN;
     if (io->direct && off_align > io->align)
         io->align = off_align;
+    io->mem_align = io->direct ? mem_align : 1;
     return 0;
 }
 
@@ -402,6 +419,7 @@ int vmio_open(const struct vmio_config *cfg, struct vmio **out)
         return rc;
     }
     size_staging(io, cfg);
+    io->unstaged = cfg->unstaged;
 
     if (backend == VMIO_BACKEND_AUTO || backend == VMIO_BACKEND_URING) {
         io->backend = VMIO_BACKEND_URING;
@@ -597,6 +615,7 @@ void vmio_get_stats(struct vmio *io, struct vmio_stats *out)
     out->ios = LOAD(ios);
     out->ios_in_flight = LOAD(ios_in_flight);
     out->max_ios_in_flight = LOAD(max_ios_in_flight);
+    out->unstaged_ios = LOAD(unstaged_ios);
     pthread_mutex_lock(&io->space_lock);
     out->space_size = io->size;
     out->space_used = io->size - io->space.free_bytes;

@@ -102,6 +102,9 @@ struct vmio {
     bool created;               /* this layer created the file: vmio_close() removes it */
     char *path;
     uint64_t align;             /* extent and I/O granule */
+    uint64_t mem_align;         /* the memory alignment an I/O straight from or into the caller's
+                                   buffer needs: the direct-I/O one, 1 when buffered */
+    bool unstaged;              /* vmio_config.unstaged */
     uint64_t size;              /* bytes of swap space */
     uint32_t dio_mem_align, dio_offset_align;
 
@@ -124,7 +127,7 @@ struct vmio {
     /* Statistics: relaxed atomics, each counter on its own (no snapshot consistency). */
     atomic_uint_fast64_t bytes_written, bytes_read, writes, reads, in_flight, max_in_flight;
     atomic_uint_fast64_t short_transfers, retries, checksum_failures, errors;
-    atomic_uint_fast64_t ios, ios_in_flight, max_ios_in_flight;
+    atomic_uint_fast64_t ios, ios_in_flight, max_ios_in_flight, unstaged_ios;
 
     /* Fault injection: 'faults_armed' lets the I/O paths skip the lock when nothing is armed. */
     pthread_mutex_t fault_lock;
@@ -137,15 +140,30 @@ struct vmio {
 /* vmio_errno_to_err() maps a negative errno of operation 'op' to the layer's code (io.h, done). */
 int vmio_errno_to_err(int op, int neg_errno);
 
-/* vmio_stage_out() copies request bytes [at, at + len) into 'stage', zero-fills the stage up to
- * 'io_len' (O_DIRECT padding) and stores the CRC32C of every VMIO_BLOCK into r->crc. 'at' is a
- * multiple of VMIO_BLOCK. */
-void vmio_stage_out(struct vmio_req *r, uint64_t at, uint32_t len, uint32_t io_len, uint8_t *stage);
+/* An I/O moves its bytes one of two ways. Staged: through a slot of the layer's, copied and
+ * checksummed in one pass. Unstaged (only with vmio_config.unstaged), straight between the
+ * caller's buffer and the file, when the buffer is aligned as the file needs (io->mem_align) and
+ * the I/O needs no padding: a write's CRCs are computed over the buffer before the I/O, a read's
+ * checked in the buffer after it - one pass over the bytes, no copy. An unstaged write of a
+ * buffer that its owner changes meanwhile may leave the disk and the CRCs disagreeing (io.h,
+ * vmio_req.buf): the read fails then, it never returns corrupt bytes. */
+static inline bool vmio_unstaged(const struct vmio *io, const struct vmio_req *r, uint64_t at, uint32_t len)
+{
+    return io->unstaged && (((uintptr_t)r->buf + at) & (io->mem_align - 1)) == 0 && (len & (io->align - 1)) == 0;
+}
 
-/* vmio_stage_in() checks the CRC32C of every VMIO_BLOCK of 'stage' (request bytes [at, at +
- * len)) against r->crc and copies the bytes into the request's buffer. Returns 0, or
- * VIDMM_E_IO on a mismatch (counted; the buffer's part is then left unwritten). */
-int vmio_stage_in(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, const uint8_t *stage);
+/* vmio_io_begin() prepares the I/O of request bytes [at, at + len) ('at' a multiple of
+ * VMIO_BLOCK; 'io_len' its aligned length) and returns the address it moves its data at: the
+ * caller's buffer when vmio_unstaged(), else 'stage' (which must then not be NULL). A write's
+ * CRC32Cs go into r->crc (and a staged write is copied into 'stage', zero-padded to 'io_len'). */
+uint8_t *vmio_io_begin(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, uint32_t io_len,
+                       uint8_t *stage);
+
+/* vmio_read_end() checks the CRC32C of every VMIO_BLOCK of a completed read of request bytes
+ * [at, at + len) that moved its data at 'data' (what vmio_io_begin() returned), copying them
+ * into the caller's buffer if they were staged. Returns 0, or VIDMM_E_IO on a mismatch
+ * (counted; the buffer's part is then unspecified). */
+int vmio_read_end(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, const uint8_t *data);
 
 /* vmio_fault_apply() lets a pending injected fault change the result 'res' (bytes, or a
  * negative errno) of an I/O of 'op' that asked for 'want' bytes into/from 'data'. Returns the

@@ -5,8 +5,9 @@
  * synchronous backend, which does the same in the caller's thread inside vmio_submit().
  *
  * Pool: one FIFO of requests under one mutex. A worker takes the next slot-sized chunk of the
- * request at the head (so the head is the only request ever partly handed out), stages it
- * through its own slot (the same staging copy and checksums as io_uring), does the I/O
+ * request at the head (so the head is the only request ever partly handed out), moves it
+ * straight from or into the caller's buffer or through its own slot as io_uring does
+ * (io_impl.h: vmio_io_begin()), does the I/O
  * without the lock, and accounts for it under the lock again; the worker that ends a
  * request's last I/O runs its callback, without the lock. 'rings' x 'queue_depth' workers give
  * the same number of I/Os in flight as the rings would. */
@@ -92,14 +93,10 @@ static void *th_worker(void *arg)
         uint32_t io_len = vmio_io_len(io, len);
         int err;
         vmio_io_started(io);
-        if (r->op == VMIO_WRITE) {
-            vmio_stage_out(r, at, len, io_len, stage);
-            err = vmio_blocking_io(io, VMIO_WRITE, stage, io_len, r->off + at);
-        } else {
-            err = vmio_blocking_io(io, VMIO_READ, stage, io_len, r->off + at);
-            if (err == 0)
-                err = vmio_stage_in(io, r, at, len, stage);
-        }
+        uint8_t *data = vmio_io_begin(io, r, at, len, io_len, stage);
+        err = vmio_blocking_io(io, r->op, data, io_len, r->off + at);
+        if (err == 0 && r->op == VMIO_READ)
+            err = vmio_read_end(io, r, at, len, data);
         vmio_io_ended(io);
 
         pthread_mutex_lock(&p->lock);
@@ -275,19 +272,19 @@ static void sy_submit(struct vmio *io, struct vmio_req *const *reqs, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
         struct vmio_req *r = reqs[i];
-        uint8_t *stage = sy_get(io);
-        int err = stage == NULL ? VIDMM_E_NO_MEMORY : 0;
+        uint8_t *stage = NULL; /* taken when an I/O needs staging */
+        int err = 0;
         for (uint64_t at = 0; err == 0 && at < r->len;) {
             uint32_t len = vmio_chunk(io, r, at), io_len = vmio_io_len(io, len);
-            vmio_io_started(io);
-            if (r->op == VMIO_WRITE) {
-                vmio_stage_out(r, at, len, io_len, stage);
-                err = vmio_blocking_io(io, VMIO_WRITE, stage, io_len, r->off + at);
-            } else {
-                err = vmio_blocking_io(io, VMIO_READ, stage, io_len, r->off + at);
-                if (err == 0)
-                    err = vmio_stage_in(io, r, at, len, stage);
+            if (!vmio_unstaged(io, r, at, len) && stage == NULL && (stage = sy_get(io)) == NULL) {
+                err = VIDMM_E_NO_MEMORY;
+                break;
             }
+            vmio_io_started(io);
+            uint8_t *data = vmio_io_begin(io, r, at, len, io_len, stage);
+            err = vmio_blocking_io(io, r->op, data, io_len, r->off + at);
+            if (err == 0 && r->op == VMIO_READ)
+                err = vmio_read_end(io, r, at, len, data);
             vmio_io_ended(io);
             at += len;
         }

@@ -9,11 +9,14 @@
  *
  * Per ring: 'queue_depth' staging slots of 'slot_size' bytes, registered as fixed buffers (one
  * per slot, read_fixed/write_fixed with the slot's index); the file registered as fixed file 0.
- * A request is cut into slot-sized I/Os handed out in order, as slots come free; a write is
- * copied into its slot (and checksummed) before its SQE is prepared, a read is checked and
- * copied out when its CQE arrives. A slot goes back on the free list only when the CQE of its
- * last I/O has been handled - never before - so no buffer is reused while the kernel may still
- * use it. All SQEs prepared in one pass of the loop go to the kernel in one io_uring_enter(),
+ * A request is cut into slot-sized I/Os handed out in order, as slots come free (a slot stands
+ * for one I/O in flight, whether its bytes go through the slot or not). An I/O on an aligned
+ * buffer moves straight from or into it with a plain read/write SQE (the buffer is not
+ * registered): a write is checksummed before its SQE is prepared, a read checked when its CQE
+ * arrives. A staged write is copied into its slot (and checksummed) before its SQE is prepared,
+ * a staged read checked and copied out when its CQE arrives. A slot goes back on the free list
+ * only when the CQE of its last I/O has been handled - never before - so no buffer is reused
+ * while the kernel may still use it. All SQEs prepared in one pass of the loop go to the kernel in one io_uring_enter(),
  * which also waits; CQEs are reaped in batches with io_uring_peek_batch_cqe(). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,7 +42,9 @@
 #define EARLY_SUBMIT_BYTES (1u << 20)
 
 struct ur_slot {
-    uint8_t *mem;
+    uint8_t *mem;               /* the slot's staging memory */
+    uint8_t *data;              /* where the running I/O moves its bytes: 'mem', or the caller's
+                                   buffer (unstaged: io_impl.h) */
     struct vmio_req *req;       /* NULL when free */
     uint64_t at;                /* offset of this I/O in the request */
     uint32_t len, io_len;       /* request bytes, bytes of the I/O (aligned up) */
@@ -251,17 +256,18 @@ static void prep_io(struct ur_ring *r, uint32_t si)
 {
     struct ur_slot *s = &r->slots[si];
     struct io_uring_sqe *sqe = get_sqe(r);
-    uint8_t *addr = s->mem + s->done;
+    uint8_t *addr = s->data + s->done;
     unsigned n = s->io_len - s->done;
     uint64_t off = s->req->off + s->at + s->done;
     int fd = r->fixed_file ? 0 : r->io->fd;
+    bool fixed = r->fixed_bufs && s->data == s->mem; /* only the slots are registered */
     if (s->req->op == VMIO_WRITE) {
-        if (r->fixed_bufs)
+        if (fixed)
             io_uring_prep_write_fixed(sqe, fd, addr, n, off, (int)si);
         else
             io_uring_prep_write(sqe, fd, addr, n, off);
     } else {
-        if (r->fixed_bufs)
+        if (fixed)
             io_uring_prep_read_fixed(sqe, fd, addr, n, off, (int)si);
         else
             io_uring_prep_read(sqe, fd, addr, n, off);
@@ -301,10 +307,9 @@ static void issue(struct ur_ring *r)
         rq->outstanding++;
         if (rq->issued == q->len)
             vmio_list_pop(&r->pend);
-        if (q->op == VMIO_WRITE) {
-            vmio_stage_out(q, at, s->len, s->io_len, s->mem);
+        s->data = vmio_io_begin(io, q, at, s->len, s->io_len, s->mem);
+        if (q->op == VMIO_WRITE)
             r->staged += s->len;
-        }
         r->ios++;
         vmio_io_started(io);
         prep_io(r, si);
@@ -329,7 +334,7 @@ static void io_done(struct ur_ring *r, uint32_t si, int res)
     uint32_t want = s->io_len - s->done;
     int op = q->op, err = 0;
 
-    res = vmio_fault_apply(io, op, res, want, s->mem + s->done);
+    res = vmio_fault_apply(io, op, res, want, s->data + s->done);
     if (res < 0) {
         if ((res == -EAGAIN || res == -EINTR) && s->retries < VMIO_MAX_RETRIES && !r->closing_seen) {
             s->retries++;
@@ -349,7 +354,7 @@ static void io_done(struct ur_ring *r, uint32_t si, int res)
         }
         err = VIDMM_E_IO;
     } else if (op == VMIO_READ) {
-        err = vmio_stage_in(io, q, s->at, s->len, s->mem);
+        err = vmio_read_end(io, q, s->at, s->len, s->data);
         r->staged += s->len;
     }
 
