@@ -80,11 +80,22 @@ struct vidmm_kernel_ops {
                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
     void (*swz_qlines8_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
-    /* The reverse of swz_lines16_nt with streaming stores to the linear rows: each line read
-     * whole (aligned loads), each row's 64 bytes of runs c .. c + 3 written whole. ncols a
-     * multiple of 4; 'lin' and 'row_pitch' 32-byte aligned, every line 64-byte aligned. */
-    void (*unswz_lines16_nt)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
-                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
+    /* Strips of four rows across 'ntile' tiles of a lines16 layout (swz_lines16_nt above), the
+     * tiles at tiled + tbase[g] (each a multiple of the tables' span apart), each of 'cols' runs
+     * (xo[0 .. cols), at most 64) and 16 * cols linear bytes: rows [0, 4 nquads), quads outer,
+     * tiles inner, each line built from or split into its four rows whole. The deswizzle takes
+     * cols a multiple of 4. unswz_strip16_nt writes the linear rows with streaming stores ('lin'
+     * and 'row_pitch' 32-byte aligned; no fence). Every line 64-byte aligned. NULL in the scalar
+     * table. */
+    void (*swz_strip16)(unsigned char *tiled, const unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                        unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                        unsigned nquads);
+    void (*unswz_strip16)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                          unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                          unsigned nquads);
+    void (*unswz_strip16_nt)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                             unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                             unsigned nquads);
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

@@ -61,5 +61,7 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .unswz_quads8 = NULL,
     .swz_lines16_nt = NULL,
     .swz_qlines8_nt = NULL,
-    .unswz_lines16_nt = NULL,
+    .swz_strip16 = NULL,
+    .unswz_strip16 = NULL,
+    .unswz_strip16_nt = NULL,
 };

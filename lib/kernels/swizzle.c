@@ -634,32 +634,42 @@ static bool group_tiles(const struct vidmm_swz_tiles *t, unsigned char *tb, cons
     return true;
 }
 
-/* strips_nt() deswizzles the rows [row0, row0 + nrows) of a band (whole tiles across [x0, x1),
- * rows in fours) four rows at a time across up to STRIP_RUNS runs, with unswz_lines16_nt():
- * each tile line read whole, each linear row written in whole lines with streaming stores, the
- * four rows as four sequential streams. For Intel Y at 64 MiB this measured 0.72-0.89x memcpy
- * against 0.52-0.71x for the tile-by-tile walk with ordinary stores, in 6 of 6 paired runs; for
- * Tile4 and the D3D 64 KB table it lost (0.53-0.83x against 0.67-0.83x) (Zen 3, 2026-11-22,
- * 4096 x 4096 x 4 bytes), so run_copy() asks for it only for column-major tiles.
+/* How copy_tiles() walks a tile-row band in strips of four rows (run_copy() chooses): not at
+ * all, with ordinary stores, or with streaming stores. */
+enum strip_walk { STRIPS_NONE, STRIPS_CACHED, STRIPS_NT };
+
+/* strips() moves the rows [row0, row0 + nrows) of a band (whole tiles across [x0, x1), rows in
+ * fours) four rows at a time across up to STRIP_TILES tiles, with the strip kernels (kernel_ops.h:
+ * swz_strip16, unswz_strip16, unswz_strip16_nt): each 64-byte tile line (one run of four rows)
+ * built from or split into the four rows, which the strip walks as four sequential streams.
+ * Walking tile by tile instead reads or writes each run of 32 rows 4 KiB apart (the pitch of a
+ * 1024-pixel row of 4 bytes), every row on its own page and in the same L1 set.
+ * - Deswizzle, streaming stores (a destination beyond the cache): Intel Y at 64 MiB measured
+ *   0.72-0.89x memcpy against 0.52-0.71x for the tile-by-tile walk with ordinary stores, in 6
+ *   of 6 paired runs; Tile4 and the D3D 64 KB table lost (0.53-0.83x against 0.67-0.83x) (Zen 3,
+ *   2026-11-22, 4096 x 4096 x 4 bytes), so run_copy() asks for it only for column-major tiles.
+ * - Ordinary stores (a surface the cache holds), both directions: see run_copy().
  * Returns false when the band does not fit (edges not on tiles, alignment, a tile base the
- * tables could carry into); rows already moved are then moved again tile by tile, which is
- * harmless for a copy between buffers that do not overlap. */
-#define STRIP_RUNS 1024u
-static bool strips_nt(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *m, unsigned char *tiled,
-                      unsigned char *lband, size_t row_pitch, uint64_t x0, uint64_t x1, uint32_t ty, uint32_t tz,
-                      uint32_t zoff, unsigned row0, unsigned nrows, const struct vidmm_kernel_ops *ops)
+ * tables could carry into, a column count the kernels cannot take); rows already moved are then
+ * moved again tile by tile, which is harmless for a copy between buffers that do not overlap. */
+#define STRIP_TILES 256u
+static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *m, unsigned char *tiled,
+                   unsigned char *lband, size_t row_pitch, uint64_t x0, uint64_t x1, uint32_t ty, uint32_t tz,
+                   uint32_t zoff, unsigned row0, unsigned nrows, enum dir dir, bool nt,
+                   const struct vidmm_kernel_ops *ops)
 {
     const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
-    uint32_t off[STRIP_RUNS];
+    uint32_t tbase[STRIP_TILES];
 
-    if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (((uintptr_t)lband | row_pitch) & 31) != 0 ||
-        (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 || cols > STRIP_RUNS)
+    if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 ||
+        cols > VIDMM_SWZ_MAX_XRUNS || (dir == UNTILE && cols % 4 != 0) ||
+        (nt && dir == UNTILE && (((uintptr_t)lband | row_pitch) & 31) != 0))
         return false;
     for (uint64_t cx = x0; cx < x1;) {
         const uint64_t tx0 = cx >> t->tw_log2;
         uint64_t ntile = (x1 - cx) >> t->tw_log2;
-        if (ntile * cols > STRIP_RUNS)
-            ntile = STRIP_RUNS / cols;
+        if (ntile > STRIP_TILES)
+            ntile = STRIP_TILES;
         const uint64_t first = t->tile_base(m, tx0, ty, tz);
         if ((first & 63) != 0)
             return false;
@@ -667,11 +677,14 @@ static bool strips_nt(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mi
             const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx0 + g, ty, tz) - first;
             if (d >= (1ull << 31) || (d & t->span_mask) != 0)
                 return false;
-            for (unsigned c = 0; c < cols; c++)
-                off[g * cols + c] = (uint32_t)d + t->xo[c];
+            tbase[g] = (uint32_t)d;
         }
-        ops->unswz_lines16_nt(tiled + first, lband + (cx - x0), row_pitch, off, t->yo + row0, zoff,
-                              (unsigned)(ntile * cols), nrows / 4);
+        unsigned char *lin = lband + (cx - x0), *tb = tiled + first;
+        if (dir == TILE)
+            ops->swz_strip16(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+        else
+            (nt ? ops->unswz_strip16_nt : ops->unswz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
+                                                             t->yo + row0, zoff, nrows / 4);
         cx += ntile << t->tw_log2;
     }
     return true;
@@ -685,7 +698,7 @@ static bool strips_nt(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mi
 static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
                        unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
                        enum nt_walk nt_walk, const uint16_t *inv, const struct vidmm_kernel_ops *stream_ops,
-                       const struct vidmm_kernel_ops *ops, bool grouped, bool lin_strips)
+                       const struct vidmm_kernel_ops *ops, bool grouped, enum strip_walk strip_walk)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
@@ -710,9 +723,9 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                 r0 = b->y;
             if (r1 > y1)
                 r1 = y1;
-            if (lin_strips && r0 % 4 == 0 && r1 % 4 == 0 &&
-                strips_nt(t, m, tiled, lslice + (size_t)(r0 - b->y) * row_pitch, row_pitch, x0, x1, ty, tz, zoff,
-                          r0 & th_mask, r1 - r0, ops))
+            if (strip_walk != STRIPS_NONE && r0 % 4 == 0 && r1 % 4 == 0 &&
+                strips(t, m, tiled, lslice + (size_t)(r0 - b->y) * row_pitch, row_pitch, x0, x1, ty, tz, zoff,
+                       r0 & th_mask, r1 - r0, dir, strip_walk == STRIPS_NT, ops))
                 continue;
             for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
                 unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
@@ -876,15 +889,23 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
     /* Tiles grouped per kernel call (group_tiles()) while the destination fits the cache: beyond,
      * the block-linear deswizzle of 64 MiB fell from 0.94-1.46x to 0.61-0.82x memcpy with them
      * (Zen 3, 2026-11-22). */
-    /* A large deswizzle of column-major tiles (each run's rows contiguous over 512 bytes or
-     * more: Intel Y, tiling.md 4.1) walks four-row strips with streaming stores (strips_nt()). */
-    const bool lin_strips = dir == UNTILE && big && !stream && t->lines && t->pair16 && ops->unswz_lines16_nt != NULL &&
-                            t->tw_log2 >= 6 && t->xo[1] >= 512;
+    /* Four-row strips (strips()): a large deswizzle of column-major tiles (each run's rows
+     * contiguous over 512 bytes or more: Intel Y, tiling.md 4.1) with streaming stores; every
+     * lines16 layout in both directions while the surface fits the cache, with ordinary stores.
+     * The latter against the tile-by-tile walk at 4 MiB, three paired runs (Zen 3, 2026-11-22,
+     * 1024 x 1024 x 4 bytes), swizzle / deswizzle: Tile4 0.78-0.80 / 0.78-0.81 -> 0.85-0.88 /
+     * 0.84-0.88x memcpy; D3D 4 KB 0.76 / 0.75-0.79 -> 0.77-0.82 / 0.77-0.81; AMD 64 KB R_X
+     * 0.80-0.89 / 0.76-0.87 -> 0.84-0.92 / 0.79-0.89; Intel Y 0.72-0.76 / 0.63-0.73 -> 0.73-0.74 /
+     * 0.73-0.76; D3D 64 KB unchanged (0.77-0.83). */
+    enum strip_walk strip_walk = STRIPS_NONE;
+    if (dir == UNTILE && big && !stream && t->lines && t->pair16 && ops->unswz_strip16_nt != NULL &&
+        t->tw_log2 >= 6 && t->xo[1] >= 512)
+        strip_walk = STRIPS_NT;
+    else if (!big && !stream && t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL)
+        strip_walk = STRIPS_CACHED;
     copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt_walk, inv, stream ? ops : NULL, ops, !big,
-               lin_strips);
-    if (lin_strips)
-        vidmm_arch_store_fence();
-    if (nt_walk != NT_NONE)
+               strip_walk);
+    if (strip_walk == STRIPS_NT || nt_walk != NT_NONE)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
 

@@ -427,9 +427,10 @@ static void gen_case(struct t_rng *r, enum fam f, unsigned idx, struct tcase *c)
     c->tile_strategy = PICK(r, st_tile);
     c->untile_strategy = PICK(r, st_untile);
     c->slice_pitch = (b->height - 1) * c->row_pitch + row + (chance(r, 50) ? 0 : urand(r, 0, 300));
-    /* Now and then a box of whole Intel Y / Tile4 tile columns, rows in fours, with a 64-byte
-     * row pitch and streaming stores: what the four-row streaming walk of a large deswizzle
-     * (swizzle.c, strips_nt()) needs, so that it runs against the model on every backend. */
+    /* Now and then a box of whole Intel Y / Tile4 tile columns, rows in fours: what the
+     * four-row strip walks (swizzle.c, strips()) need, so that they run against the model on
+     * every backend - the cached one both ways (AUTO, any row pitch), the streaming deswizzle
+     * (NONTEMPORAL, a 64-byte row pitch). */
     if (f == F_INTEL && c->s.tiling != VIDMM_TILING_INTEL_X && !c->null_box && 128 % c->s.elem == 0 &&
         chance(r, 30)) {
         const uint32_t tw = 128 / c->s.elem;
@@ -449,9 +450,11 @@ static void gen_case(struct t_rng *r, enum fam f, unsigned idx, struct tcase *c)
             row = (size_t)b->width * c->s.elem;
             while (row * b->height * b->depth > MAX_BOX_BYTES && b->height > 4)
                 b->height -= 4;
-            c->row_pitch = (row + 63) / 64 * 64;
+            c->untile_strategy = chance(r, 50) ? VIDMM_STRATEGY_NONTEMPORAL : VIDMM_STRATEGY_AUTO;
+            c->tile_strategy = VIDMM_STRATEGY_AUTO;
+            c->row_pitch = c->untile_strategy == VIDMM_STRATEGY_NONTEMPORAL ? (row + 63) / 64 * 64
+                                                                            : row + (chance(r, 50) ? 0 : urand(r, 1, 77));
             c->slice_pitch = (size_t)b->height * c->row_pitch;
-            c->untile_strategy = VIDMM_STRATEGY_NONTEMPORAL;
         }
     }
 }
@@ -1080,3 +1083,92 @@ Test(swizzle_cache, descriptors_rewritten_in_place, .timeout = T_TIMEOUT)
     s.height = surf.height = 40;
     cache_step("block-linear, height rewritten", &s, &layout, &surf, lin, sizeof(lin));
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * The four-row strip walks (swizzle.c, strips()) on whole surfaces of every lines16 layout:
+ * Intel Y and Tile4 (8 runs a tile), the D3D 4 KB table (8), the D3D 64 KB table and AMD
+ * SW_64KB_R_X (32), at 4 bytes an element. Each backend's whole-surface swizzle must give the
+ * scalar backend's bytes, and its deswizzle the linear source back, with ordinary stores (AUTO:
+ * the surface fits the cache) and streaming ones (NONTEMPORAL), from a row pitch with slack.
+ * ------------------------------------------------------------------------------------------- */
+struct strip_case {
+    const char *name;
+    enum vidmm_tiling tiling;
+    uint32_t amd_mode, width, height, elem;
+};
+
+static void strips_on(enum vidmm_backend backend)
+{
+    t_require_backend(backend);
+    static const struct strip_case cases[] = {
+        { "intel_y", VIDMM_TILING_INTEL_Y, 0, 1024, 96, 1 },
+        { "intel_4", VIDMM_TILING_INTEL_4, 0, 1024, 96, 1 },
+        { "d3d4k", VIDMM_TILING_D3D_STD_4K, 0, 256, 96, 4 },
+        { "d3d64k", VIDMM_TILING_D3D_STD_64K, 0, 384, 256, 4 },
+        { "amd_rx", VIDMM_TILING_AMD_GFX10, 27, 256, 256, 4 },
+    };
+    static const enum vidmm_strategy strategies[] = { VIDMM_STRATEGY_AUTO, VIDMM_STRATEGY_NONTEMPORAL };
+    struct t_rng r;
+    t_rng_init(&r, 0x57219);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const struct strip_case *sc = &cases[k];
+        struct vidmm_tile_layout layout = VIDMM_TILE_LAYOUT_INIT(sc->tiling);
+        layout.amd_swizzle_mode = sc->amd_mode;
+        struct vidmm_surface_desc surf;
+        memset(&surf, 0, sizeof(surf));
+        surf.size = sizeof(surf);
+        surf.width = sc->width;
+        surf.height = sc->height;
+        surf.depth = 1;
+        surf.element_bytes = sc->elem;
+        surf.block_width = surf.block_height = 1;
+        surf.mip_levels = 1;
+        surf.array_layers = 1;
+        size_t tn;
+        uint64_t tsz = 0;
+        cr_assert_eq(vidmm_surface_tiled_size(&layout, &surf, &tsz), 0, "%s", sc->name);
+        tn = (size_t)tsz;
+        const size_t row = (size_t)sc->width * sc->elem;
+        for (size_t si = 0; si < 2; si++) {
+            /* NONTEMPORAL deswizzles take the strip walk only from 32-byte aligned rows. */
+            const size_t pitch = strategies[si] == VIDMM_STRATEGY_NONTEMPORAL ? row + 64 : row + 20;
+            const size_t ln = pitch * sc->height;
+            unsigned char *back = NULL, *want = malloc(tn), *got = malloc(tn);
+            void *lbase = NULL, *bbase = NULL;
+            cr_assert(want && got);
+            cr_assert_eq(posix_memalign(&lbase, 64, ln), 0);
+            cr_assert_eq(posix_memalign(&bbase, 64, ln), 0);
+            unsigned char *lin64 = lbase;
+            back = bbase;
+            t_rng_bytes(&r, lin64, ln);
+            memset(want, 0x3C, tn);
+            memset(got, 0x3C, tn);
+            memset(back, 0xA5, ln);
+            struct vidmm_kernel_opts ref = t_opts(VIDMM_BACKEND_SCALAR, VIDMM_STRATEGY_AUTO);
+            struct vidmm_kernel_opts o = t_opts(backend, strategies[si]);
+            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, want, tn, lin64, ln, pitch, ln, &ref), 0);
+            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, lin64, ln, pitch, ln, &o), 0);
+            ptrdiff_t d = t_find_diff(want, got, tn);
+            cr_assert_eq(d, -1, "%s %s %s: tiled byte %td differs from the scalar backend's", sc->name,
+                         t_backend_label(backend), t_strategy_label(strategies[si]), d);
+            cr_assert_eq(vidmm_deswizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, back, ln, pitch, ln, &o), 0);
+            for (uint32_t y = 0; y < sc->height; y++) {
+                d = t_find_diff(lin64 + y * pitch, back + y * pitch, row);
+                cr_assert_eq(d, -1, "%s %s %s: row %u byte %td did not come back", sc->name, t_backend_label(backend),
+                             t_strategy_label(strategies[si]), y, d);
+                if (y + 1 < sc->height)
+                    cr_assert_eq(t_find_not(back + y * pitch + row, pitch - row, 0xA5), -1,
+                                 "%s %s: the slack after row %u was written", sc->name, t_backend_label(backend), y);
+            }
+            free(want);
+            free(got);
+            free(lbase);
+            free(bbase);
+        }
+    }
+}
+
+#define STRIP_TEST(tag, B) \
+    Test(strips, tag, .timeout = T_TIMEOUT) { strips_on(B); }
+T_FOR_EACH_BACKEND(STRIP_TEST)
+#undef STRIP_TEST

@@ -501,6 +501,37 @@ static void unswz_quads8(const unsigned char *src, unsigned char *lin, size_t ro
         quads8_body(tile, lin, row_pitch, xo, yo, zoff, ncols, npairs, true);
 }
 
+/* ST256() / ST128(): an aligned store, streaming when 'nt' (a constant in each instantiation). */
+#define ST256(nt, p, v)                                                                            \
+    do {                                                                                           \
+        if (nt)                                                                                    \
+            _mm256_stream_si256((__m256i *)(void *)(p), (v));                                      \
+        else                                                                                       \
+            _mm256_store_si256((__m256i *)(void *)(p), (v));                                       \
+    } while (0)
+#define ST128(nt, p, v)                                                                            \
+    do {                                                                                           \
+        if (nt)                                                                                    \
+            _mm_stream_si128((__m128i *)(void *)(p), (v));                                         \
+        else                                                                                       \
+            _mm_store_si128((__m128i *)(void *)(p), (v));                                          \
+    } while (0)
+/* ST256U() / ST128U(): streaming when 'nt' (the address then aligned), else unaligned. */
+#define ST256U(nt, p, v)                                                                           \
+    do {                                                                                           \
+        if (nt)                                                                                    \
+            _mm256_stream_si256((__m256i *)(void *)(p), (v));                                      \
+        else                                                                                       \
+            _mm256_storeu_si256((__m256i *)(void *)(p), (v));                                      \
+    } while (0)
+#define ST128U(nt, p, v)                                                                           \
+    do {                                                                                           \
+        if (nt)                                                                                    \
+            _mm_stream_si128((__m128i *)(void *)(p), (v));                                         \
+        else                                                                                       \
+            _mm_storeu_si128((__m128i *)(void *)(p), (v));                                         \
+    } while (0)
+
 /* lines16_body() is swz_lines16_nt (kernel_ops.h): for layouts whose address bits right above
  * the 16-byte run are y0 and y1 (Intel Y and Tile4, the D3D / AMD tables of 4-byte elements;
  * tiling.md 4.1, 5.2), run c of rows r .. r + 3 (r a multiple of 4) is one 64-byte line, so
@@ -514,7 +545,7 @@ static void unswz_quads8(const unsigned char *src, unsigned char *lin, size_t ro
 static inline __attribute__((always_inline)) void lines16_body(unsigned char *tile, const unsigned char *lin,
                                                                size_t row_pitch, const uint32_t *xo,
                                                                const uint32_t *yo, uint32_t zoff, unsigned ncols,
-                                                               unsigned nquads)
+                                                               unsigned nquads, bool nt)
 {
     uint32_t x[64];
 
@@ -532,10 +563,10 @@ static inline __attribute__((always_inline)) void lines16_body(unsigned char *ti
             __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c));
             __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(l2 + 16 * c));
             __m256i f = _mm256_loadu_si256((const __m256i *)(const void *)(l3 + 16 * c));
-            _mm256_stream_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(a, b, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)(t0 + 32), _mm256_permute2x128_si256(e, f, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(a, b, 0x31));
-            _mm256_stream_si256((__m256i *)(void *)(t1 + 32), _mm256_permute2x128_si256(e, f, 0x31));
+            ST256(nt, t0, _mm256_permute2x128_si256(a, b, 0x20));
+            ST256(nt, t0 + 32, _mm256_permute2x128_si256(e, f, 0x20));
+            ST256(nt, t1, _mm256_permute2x128_si256(a, b, 0x31));
+            ST256(nt, t1 + 32, _mm256_permute2x128_si256(e, f, 0x31));
         }
 #endif
         for (; c < ncols; c++) {
@@ -544,10 +575,10 @@ static inline __attribute__((always_inline)) void lines16_body(unsigned char *ti
             __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(l1 + 16 * c));
             __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(l2 + 16 * c));
             __m128i f = _mm_loadu_si128((const __m128i *)(const void *)(l3 + 16 * c));
-            _mm_stream_si128((__m128i *)(void *)t, a);
-            _mm_stream_si128((__m128i *)(void *)(t + 16), b);
-            _mm_stream_si128((__m128i *)(void *)(t + 32), e);
-            _mm_stream_si128((__m128i *)(void *)(t + 48), f);
+            ST128(nt, t, a);
+            ST128(nt, t + 16, b);
+            ST128(nt, t + 32, e);
+            ST128(nt, t + 48, f);
         }
     }
 }
@@ -557,11 +588,11 @@ static void swz_lines16_nt(unsigned char *tile, const unsigned char *lin, size_t
                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads)
 {
     if (ncols == 8)
-        lines16_body(tile, lin, row_pitch, xo, yo, zoff, 8, nquads);
+        lines16_body(tile, lin, row_pitch, xo, yo, zoff, 8, nquads, true);
     else if (ncols == 32)
-        lines16_body(tile, lin, row_pitch, xo, yo, zoff, 32, nquads);
+        lines16_body(tile, lin, row_pitch, xo, yo, zoff, 32, nquads, true);
     else
-        lines16_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nquads);
+        lines16_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nquads, true);
 }
 
 /* qlines8_body() is swz_qlines8_nt (kernel_ops.h): Morton with 4-byte units, whose line is the
@@ -619,53 +650,130 @@ static void swz_qlines8_nt(unsigned char *tile, const unsigned char *lin, size_t
         qlines8_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nquads);
 }
 
-/* unswz_lines16_nt() is the reverse of swz_lines16_nt() with streaming stores to the linear
- * rows: for each group of four runs c .. c + 3 (ncols a multiple of 4), the four lines (each
- * run c of rows r .. r + 3) are read whole and transposed into 64 bytes of each of the four
- * rows, each written whole with two 32-byte streaming stores. 'lin' and 'row_pitch' 32-byte
- * aligned. */
-static void unswz_lines16_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
-                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads)
+/* strip16_body() is swz_strip16 / unswz_strip16 / unswz_strip16_nt (kernel_ops.h): rows
+ * [4 q, 4 q + 4) of 'ntile' tiles side by side, for every quad q, quads outer and tiles inner, so
+ * the four linear rows are walked as four sequential streams across the whole strip. Run c of a
+ * tile's four rows is the 64-byte line at tbase[g] + (xo[c] ^ yo[4 q] ^ zoff): those offsets are
+ * computed once per quad (xy[]), so each line is four loads or stores at a base plus a
+ * register. Swizzling builds each line from the four rows (two 32-byte lane permutes per pair of
+ * runs) and writes it whole; deswizzling reads the lines of runs c .. c + 3 whole and writes 64
+ * bytes of each of the four rows (cols then a multiple of 4). 'nt': streaming stores ('lin' and
+ * 'row_pitch' 32-byte aligned when deswizzling). Every line is 64-byte aligned. */
+static inline __attribute__((always_inline)) void strip16_body(unsigned char *tiled, unsigned char *lin,
+                                                               size_t row_pitch, const uint32_t *tbase,
+                                                               unsigned ntile, const uint32_t *xo, unsigned cols,
+                                                               const uint32_t *yo, uint32_t zoff, unsigned nquads,
+                                                               bool untile, bool nt)
 {
+    uint32_t xy[64];
+
     for (unsigned q = 0; q < nquads; q++) {
         const uint32_t yoff = yo[4 * q] ^ zoff;
+        for (unsigned c = 0; c < cols; c++)
+            xy[c] = xo[c] ^ yoff;
         unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch, *l3 = l2 + row_pitch;
-        for (unsigned c = 0; c + 4 <= ncols; c += 4) {
+        for (unsigned g = 0; g < ntile; g++) {
+            unsigned char *tb = tiled + tbase[g];
+            const size_t lo = (size_t)g * cols * 16;
+            if (!untile) {
+                unsigned c = 0;
 #if VL >= 32
-            const unsigned char *t0 = src + (xo[c] ^ yoff), *t1 = src + (xo[c + 1] ^ yoff);
-            const unsigned char *t2 = src + (xo[c + 2] ^ yoff), *t3 = src + (xo[c + 3] ^ yoff);
-            __m256i a0 = _mm256_load_si256((const __m256i *)(const void *)t0);
-            __m256i b0 = _mm256_load_si256((const __m256i *)(const void *)(t0 + 32));
-            __m256i a1 = _mm256_load_si256((const __m256i *)(const void *)t1);
-            __m256i b1 = _mm256_load_si256((const __m256i *)(const void *)(t1 + 32));
-            __m256i a2 = _mm256_load_si256((const __m256i *)(const void *)t2);
-            __m256i b2 = _mm256_load_si256((const __m256i *)(const void *)(t2 + 32));
-            __m256i a3 = _mm256_load_si256((const __m256i *)(const void *)t3);
-            __m256i b3 = _mm256_load_si256((const __m256i *)(const void *)(t3 + 32));
-            _mm256_stream_si256((__m256i *)(void *)(l0 + 16 * c), _mm256_permute2x128_si256(a0, a1, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)(l0 + 16 * c + 32), _mm256_permute2x128_si256(a2, a3, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)(l1 + 16 * c), _mm256_permute2x128_si256(a0, a1, 0x31));
-            _mm256_stream_si256((__m256i *)(void *)(l1 + 16 * c + 32), _mm256_permute2x128_si256(a2, a3, 0x31));
-            _mm256_stream_si256((__m256i *)(void *)(l2 + 16 * c), _mm256_permute2x128_si256(b0, b1, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)(l2 + 16 * c + 32), _mm256_permute2x128_si256(b2, b3, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)(l3 + 16 * c), _mm256_permute2x128_si256(b0, b1, 0x31));
-            _mm256_stream_si256((__m256i *)(void *)(l3 + 16 * c + 32), _mm256_permute2x128_si256(b2, b3, 0x31));
-#else
-            for (unsigned k = 0; k < 4; k++) {
-                const unsigned char *t = src + (xo[c + k] ^ yoff);
-                __m128i v0 = _mm_load_si128((const __m128i *)(const void *)t);
-                __m128i v1 = _mm_load_si128((const __m128i *)(const void *)(t + 16));
-                __m128i v2 = _mm_load_si128((const __m128i *)(const void *)(t + 32));
-                __m128i v3 = _mm_load_si128((const __m128i *)(const void *)(t + 48));
-                _mm_stream_si128((__m128i *)(void *)(l0 + 16 * (c + k)), v0);
-                _mm_stream_si128((__m128i *)(void *)(l1 + 16 * (c + k)), v1);
-                _mm_stream_si128((__m128i *)(void *)(l2 + 16 * (c + k)), v2);
-                _mm_stream_si128((__m128i *)(void *)(l3 + 16 * (c + k)), v3);
-            }
+                for (; c + 2 <= cols; c += 2) {
+                    const size_t o = lo + 16 * c;
+                    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + o));
+                    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + o));
+                    __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(l2 + o));
+                    __m256i f = _mm256_loadu_si256((const __m256i *)(const void *)(l3 + o));
+                    ST256(nt, tb + xy[c], _mm256_permute2x128_si256(a, b, 0x20));
+                    ST256(nt, tb + xy[c] + 32, _mm256_permute2x128_si256(e, f, 0x20));
+                    ST256(nt, tb + xy[c + 1], _mm256_permute2x128_si256(a, b, 0x31));
+                    ST256(nt, tb + xy[c + 1] + 32, _mm256_permute2x128_si256(e, f, 0x31));
+                }
 #endif
+                for (; c < cols; c++) {
+                    const size_t o = lo + 16 * c;
+                    ST128(nt, tb + xy[c], _mm_loadu_si128((const __m128i *)(const void *)(l0 + o)));
+                    ST128(nt, tb + xy[c] + 16, _mm_loadu_si128((const __m128i *)(const void *)(l1 + o)));
+                    ST128(nt, tb + xy[c] + 32, _mm_loadu_si128((const __m128i *)(const void *)(l2 + o)));
+                    ST128(nt, tb + xy[c] + 48, _mm_loadu_si128((const __m128i *)(const void *)(l3 + o)));
+                }
+            } else {
+                for (unsigned c = 0; c + 4 <= cols; c += 4) {
+                    const size_t o = lo + 16 * c;
+#if VL >= 32
+                    const unsigned char *t0 = tb + xy[c], *t1 = tb + xy[c + 1], *t2 = tb + xy[c + 2], *t3 = tb + xy[c + 3];
+                    __m256i a0 = _mm256_load_si256((const __m256i *)(const void *)t0);
+                    __m256i b0 = _mm256_load_si256((const __m256i *)(const void *)(t0 + 32));
+                    __m256i a1 = _mm256_load_si256((const __m256i *)(const void *)t1);
+                    __m256i b1 = _mm256_load_si256((const __m256i *)(const void *)(t1 + 32));
+                    __m256i a2 = _mm256_load_si256((const __m256i *)(const void *)t2);
+                    __m256i b2 = _mm256_load_si256((const __m256i *)(const void *)(t2 + 32));
+                    __m256i a3 = _mm256_load_si256((const __m256i *)(const void *)t3);
+                    __m256i b3 = _mm256_load_si256((const __m256i *)(const void *)(t3 + 32));
+                    ST256U(nt, l0 + o, _mm256_permute2x128_si256(a0, a1, 0x20));
+                    ST256U(nt, l0 + o + 32, _mm256_permute2x128_si256(a2, a3, 0x20));
+                    ST256U(nt, l1 + o, _mm256_permute2x128_si256(a0, a1, 0x31));
+                    ST256U(nt, l1 + o + 32, _mm256_permute2x128_si256(a2, a3, 0x31));
+                    ST256U(nt, l2 + o, _mm256_permute2x128_si256(b0, b1, 0x20));
+                    ST256U(nt, l2 + o + 32, _mm256_permute2x128_si256(b2, b3, 0x20));
+                    ST256U(nt, l3 + o, _mm256_permute2x128_si256(b0, b1, 0x31));
+                    ST256U(nt, l3 + o + 32, _mm256_permute2x128_si256(b2, b3, 0x31));
+#else
+                    for (unsigned k = 0; k < 4; k++) {
+                        const unsigned char *t = tb + xy[c + k];
+                        __m128i v0 = _mm_load_si128((const __m128i *)(const void *)t);
+                        __m128i v1 = _mm_load_si128((const __m128i *)(const void *)(t + 16));
+                        __m128i v2 = _mm_load_si128((const __m128i *)(const void *)(t + 32));
+                        __m128i v3 = _mm_load_si128((const __m128i *)(const void *)(t + 48));
+                        ST128U(nt, l0 + o + 16 * k, v0);
+                        ST128U(nt, l1 + o + 16 * k, v1);
+                        ST128U(nt, l2 + o + 16 * k, v2);
+                        ST128U(nt, l3 + o + 16 * k, v3);
+                    }
+#endif
+                }
+            }
         }
     }
 }
+
+/* The column counts of whole tiles: 8 (Intel Y / Tile4, D3D 4 KB at 4 bytes), 32 (D3D 64 KB
+ * and AMD 64 KB at 4 bytes); others (at most 64) take the generic loop. */
+#define STRIP16_DISPATCH(untile, nt)                                                                         \
+    switch (cols) {                                                                                          \
+    case 8: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, 8, yo, zoff, nquads, untile, nt); break;   \
+    case 32: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt); break; \
+    default: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt); break; \
+    }
+
+static void swz_strip16(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
+                        unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                        unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    STRIP16_DISPATCH(false, false)
+}
+
+static void unswz_strip16(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                          unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                          unsigned nquads)
+{
+    unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    STRIP16_DISPATCH(true, false)
+}
+
+static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                             unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                             unsigned nquads)
+{
+    unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    STRIP16_DISPATCH(true, true)
+}
+#undef STRIP16_DISPATCH
+#undef ST256
+#undef ST128
+#undef ST256U
+#undef ST128U
 
 const struct vidmm_kernel_ops OPS_NAME = {
     .name = BACKEND_NAME,
@@ -686,7 +794,9 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .unswz_quads8 = unswz_quads8,
     .swz_lines16_nt = swz_lines16_nt,
     .swz_qlines8_nt = swz_qlines8_nt,
-    .unswz_lines16_nt = unswz_lines16_nt,
+    .swz_strip16 = swz_strip16,
+    .unswz_strip16 = unswz_strip16,
+    .unswz_strip16_nt = unswz_strip16_nt,
 };
 
 #undef LINE
