@@ -96,6 +96,15 @@ struct vidmm_kernel_ops {
     void (*unswz_strip16_nt)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                              unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
                              unsigned nquads);
+    /* The same strips for the Morton quad layout (swz_qlines8_nt above): 'cols' 8-byte runs a
+     * tile, a multiple of 4, 8 * cols linear bytes each. Ordinary stores. NULL in the scalar
+     * table. */
+    void (*swz_qstrip8)(unsigned char *tiled, const unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                        unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                        unsigned nquads);
+    void (*unswz_qstrip8)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                          unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                          unsigned nquads);
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

@@ -64,4 +64,6 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .swz_strip16 = NULL,
     .unswz_strip16 = NULL,
     .unswz_strip16_nt = NULL,
+    .swz_qstrip8 = NULL,
+    .unswz_qstrip8 = NULL,
 };

@@ -661,8 +661,9 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
     const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
     uint32_t tbase[STRIP_TILES];
 
+    const bool quads = t->quad8; /* Morton's 8-byte runs (else the 16-byte runs of a pair layout) */
     if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 ||
-        cols > VIDMM_SWZ_MAX_XRUNS || (dir == UNTILE && cols % 4 != 0) ||
+        cols > VIDMM_SWZ_MAX_XRUNS || ((dir == UNTILE || quads) && cols % 4 != 0) || (nt && quads) ||
         (nt && dir == UNTILE && (((uintptr_t)lband | row_pitch) & 31) != 0))
         return false;
     for (uint64_t cx = x0; cx < x1;) {
@@ -680,7 +681,11 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
             tbase[g] = (uint32_t)d;
         }
         unsigned char *lin = lband + (cx - x0), *tb = tiled + first;
-        if (dir == TILE)
+        if (quads && dir == TILE)
+            ops->swz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+        else if (quads)
+            ops->unswz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+        else if (dir == TILE)
             ops->swz_strip16(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
         else
             (nt ? ops->unswz_strip16_nt : ops->unswz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
@@ -891,17 +896,20 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
      * (Zen 3, 2026-11-22). */
     /* Four-row strips (strips()): a large deswizzle of column-major tiles (each run's rows
      * contiguous over 512 bytes or more: Intel Y, tiling.md 4.1) with streaming stores; every
-     * lines16 layout in both directions while the surface fits the cache, with ordinary stores.
-     * The latter against the tile-by-tile walk at 4 MiB, three paired runs (Zen 3, 2026-11-22,
-     * 1024 x 1024 x 4 bytes), swizzle / deswizzle: Tile4 0.78-0.80 / 0.78-0.81 -> 0.85-0.88 /
-     * 0.84-0.88x memcpy; D3D 4 KB 0.76 / 0.75-0.79 -> 0.77-0.82 / 0.77-0.81; AMD 64 KB R_X
-     * 0.80-0.89 / 0.76-0.87 -> 0.84-0.92 / 0.79-0.89; Intel Y 0.72-0.76 / 0.63-0.73 -> 0.73-0.74 /
-     * 0.73-0.76; D3D 64 KB unchanged (0.77-0.83). */
+     * lines16 layout and Morton with 4-byte units, both directions, while the surface fits the
+     * cache, with ordinary stores. The latter against the tile-by-tile walk at 4 MiB (Zen 3,
+     * 2026-11-22, 1024 x 1024 x 4 bytes, swizzle / deswizzle x memcpy, 2-3 runs each): Intel Y
+     * 0.72-0.76 / 0.63-0.73 -> 0.81-0.85 / 0.88; Tile4 0.78-0.80 / 0.78-0.81 -> 0.98 / 1.01-1.04;
+     * D3D 4 KB 0.76 / 0.75-0.79 -> 0.87-0.89 / 0.92; D3D 64 KB 0.77-0.83 / 0.78-0.84 -> 0.89 /
+     * 0.91; AMD 64 KB R_X 0.80-0.89 / 0.76-0.87 -> 0.93-0.95 / 0.95; Morton 0.63-0.72 / 0.65-0.68
+     * -> 0.79-0.87 / 0.73-0.89. */
     enum strip_walk strip_walk = STRIPS_NONE;
     if (dir == UNTILE && big && !stream && t->lines && t->pair16 && ops->unswz_strip16_nt != NULL &&
         t->tw_log2 >= 6 && t->xo[1] >= 512)
         strip_walk = STRIPS_NT;
-    else if (!big && !stream && t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL)
+    else if (!big && !stream && t->lines &&
+             ((t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL) ||
+              (t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL)))
         strip_walk = STRIPS_CACHED;
     copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt_walk, inv, stream ? ops : NULL, ops, !big,
                strip_walk);

@@ -1087,7 +1087,8 @@ Test(swizzle_cache, descriptors_rewritten_in_place, .timeout = T_TIMEOUT)
 /* ---------------------------------------------------------------------------------------------
  * The four-row strip walks (swizzle.c, strips()) on whole surfaces of every lines16 layout:
  * Intel Y and Tile4 (8 runs a tile), the D3D 4 KB table (8), the D3D 64 KB table and AMD
- * SW_64KB_R_X (32), at 4 bytes an element. Each backend's whole-surface swizzle must give the
+ * SW_64KB_R_X (32), at 4 bytes an element; and Morton with 4-byte units (32 quad runs a tile,
+ * tiles in Z order, three across). Each backend's whole-surface swizzle must give the
  * scalar backend's bytes, and its deswizzle the linear source back, with ordinary stores (AUTO:
  * the surface fits the cache) and streaming ones (NONTEMPORAL), from a row pitch with slack.
  * ------------------------------------------------------------------------------------------- */
@@ -1106,6 +1107,7 @@ static void strips_on(enum vidmm_backend backend)
         { "d3d4k", VIDMM_TILING_D3D_STD_4K, 0, 256, 96, 4 },
         { "d3d64k", VIDMM_TILING_D3D_STD_64K, 0, 384, 256, 4 },
         { "amd_rx", VIDMM_TILING_AMD_GFX10, 27, 256, 256, 4 },
+        { "morton", VIDMM_TILING_MORTON, 0, 192, 128, 4 },
     };
     static const enum vidmm_strategy strategies[] = { VIDMM_STRATEGY_AUTO, VIDMM_STRATEGY_NONTEMPORAL };
     struct t_rng r;

@@ -770,6 +770,108 @@ static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_
     STRIP16_DISPATCH(true, true)
 }
 #undef STRIP16_DISPATCH
+
+/* qstrip8_body() is swz_qstrip8 / unswz_qstrip8 (kernel_ops.h): strip16_body() for the Morton
+ * quad layout of 8-byte runs (qlines8_body()): runs c, c + 1 (c even) of rows 4 q .. 4 q + 3 are
+ * the line at tbase[g] + (xo[c] ^ yo[4 q] ^ zoff), holding the 2 x 2 quads of rows 4 q, 4 q + 1
+ * and then of rows 4 q + 2, 4 q + 3. With 32-byte vectors four runs (two lines) at a time: one
+ * 64-bit unpack pair and two lane permutes per two rows, each way. cols a multiple of 4. */
+static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *tiled, unsigned char *lin,
+                                                               size_t row_pitch, const uint32_t *tbase,
+                                                               unsigned ntile, const uint32_t *xo, unsigned cols,
+                                                               const uint32_t *yo, uint32_t zoff, unsigned nquads,
+                                                               bool untile)
+{
+    uint32_t xy[64];
+
+    for (unsigned q = 0; q < nquads; q++) {
+        const uint32_t yoff = yo[4 * q] ^ zoff;
+        for (unsigned c = 0; c < cols; c += 2)
+            xy[c] = xo[c] ^ yoff;
+        unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch, *l3 = l2 + row_pitch;
+        for (unsigned g = 0; g < ntile; g++) {
+            unsigned char *tb = tiled + tbase[g];
+            const size_t lo = (size_t)g * cols * 8;
+#if VL >= 32
+            for (unsigned c = 0; c + 4 <= cols; c += 4) {
+                const size_t o = lo + 8 * c;
+                unsigned char *t0 = tb + xy[c], *t1 = tb + xy[c + 2];
+                if (!untile) {
+                    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + o));
+                    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + o));
+                    __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(l2 + o));
+                    __m256i f = _mm256_loadu_si256((const __m256i *)(const void *)(l3 + o));
+                    __m256i lo1 = _mm256_unpacklo_epi64(a, b), hi1 = _mm256_unpackhi_epi64(a, b);
+                    __m256i lo2 = _mm256_unpacklo_epi64(e, f), hi2 = _mm256_unpackhi_epi64(e, f);
+                    _mm256_store_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(lo1, hi1, 0x20));
+                    _mm256_store_si256((__m256i *)(void *)(t0 + 32), _mm256_permute2x128_si256(lo2, hi2, 0x20));
+                    _mm256_store_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(lo1, hi1, 0x31));
+                    _mm256_store_si256((__m256i *)(void *)(t1 + 32), _mm256_permute2x128_si256(lo2, hi2, 0x31));
+                } else {
+                    __m256i g0 = _mm256_load_si256((const __m256i *)(const void *)t0);
+                    __m256i g1 = _mm256_load_si256((const __m256i *)(const void *)(t0 + 32));
+                    __m256i h0 = _mm256_load_si256((const __m256i *)(const void *)t1);
+                    __m256i h1 = _mm256_load_si256((const __m256i *)(const void *)(t1 + 32));
+                    __m256i x0 = _mm256_permute2x128_si256(g0, h0, 0x20), y0 = _mm256_permute2x128_si256(g0, h0, 0x31);
+                    __m256i x1 = _mm256_permute2x128_si256(g1, h1, 0x20), y1 = _mm256_permute2x128_si256(g1, h1, 0x31);
+                    _mm256_storeu_si256((__m256i *)(void *)(l0 + o), _mm256_unpacklo_epi64(x0, y0));
+                    _mm256_storeu_si256((__m256i *)(void *)(l1 + o), _mm256_unpackhi_epi64(x0, y0));
+                    _mm256_storeu_si256((__m256i *)(void *)(l2 + o), _mm256_unpacklo_epi64(x1, y1));
+                    _mm256_storeu_si256((__m256i *)(void *)(l3 + o), _mm256_unpackhi_epi64(x1, y1));
+                }
+            }
+#else
+            for (unsigned c = 0; c + 2 <= cols; c += 2) {
+                const size_t o = lo + 8 * c;
+                unsigned char *t = tb + xy[c];
+                if (!untile) {
+                    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(l0 + o));
+                    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(l1 + o));
+                    __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(l2 + o));
+                    __m128i f = _mm_loadu_si128((const __m128i *)(const void *)(l3 + o));
+                    _mm_store_si128((__m128i *)(void *)t, _mm_unpacklo_epi64(a, b));
+                    _mm_store_si128((__m128i *)(void *)(t + 16), _mm_unpackhi_epi64(a, b));
+                    _mm_store_si128((__m128i *)(void *)(t + 32), _mm_unpacklo_epi64(e, f));
+                    _mm_store_si128((__m128i *)(void *)(t + 48), _mm_unpackhi_epi64(e, f));
+                } else {
+                    __m128i v0 = _mm_load_si128((const __m128i *)(const void *)t);
+                    __m128i v1 = _mm_load_si128((const __m128i *)(const void *)(t + 16));
+                    __m128i v2 = _mm_load_si128((const __m128i *)(const void *)(t + 32));
+                    __m128i v3 = _mm_load_si128((const __m128i *)(const void *)(t + 48));
+                    _mm_storeu_si128((__m128i *)(void *)(l0 + o), _mm_unpacklo_epi64(v0, v1));
+                    _mm_storeu_si128((__m128i *)(void *)(l1 + o), _mm_unpackhi_epi64(v0, v1));
+                    _mm_storeu_si128((__m128i *)(void *)(l2 + o), _mm_unpacklo_epi64(v2, v3));
+                    _mm_storeu_si128((__m128i *)(void *)(l3 + o), _mm_unpackhi_epi64(v2, v3));
+                }
+            }
+#endif
+        }
+    }
+}
+
+#define QSTRIP8_DISPATCH(untile)                                                                            \
+    switch (cols) {                                                                                         \
+    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile); break;    \
+    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile); break;    \
+    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile); break;  \
+    }
+
+static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
+                        unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                        unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    QSTRIP8_DISPATCH(false)
+}
+
+static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                          unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                          unsigned nquads)
+{
+    unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    QSTRIP8_DISPATCH(true)
+}
+#undef QSTRIP8_DISPATCH
 #undef ST256
 #undef ST128
 #undef ST256U
@@ -797,6 +899,8 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .swz_strip16 = swz_strip16,
     .unswz_strip16 = unswz_strip16,
     .unswz_strip16_nt = unswz_strip16_nt,
+    .swz_qstrip8 = swz_qstrip8,
+    .unswz_qstrip8 = unswz_qstrip8,
 };
 
 #undef LINE
