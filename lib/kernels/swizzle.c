@@ -643,12 +643,8 @@ enum strip_walk { STRIPS_NONE, STRIPS_CACHED, STRIPS_NT };
  * swz_strip16, unswz_strip16, unswz_strip16_nt): each 64-byte tile line (one run of four rows)
  * built from or split into the four rows, which the strip walks as four sequential streams.
  * Walking tile by tile instead reads or writes each run of 32 rows 4 KiB apart (the pitch of a
- * 1024-pixel row of 4 bytes), every row on its own page and in the same L1 set.
- * - Deswizzle, streaming stores (a destination beyond the cache): Intel Y at 64 MiB measured
- *   0.72-0.89x memcpy against 0.52-0.71x for the tile-by-tile walk with ordinary stores, in 6
- *   of 6 paired runs; Tile4 and the D3D 64 KB table lost (0.53-0.83x against 0.67-0.83x) (Zen 3,
- *   2026-11-22, 4096 x 4096 x 4 bytes), so run_copy() asks for it only for column-major tiles.
- * - Ordinary stores (a surface the cache holds), both directions: see run_copy().
+ * 1024-pixel row of 4 bytes), every row on its own page and in the same L1 set. run_copy()
+ * chooses when (and its figures).
  * Returns false when the band does not fit (edges not on tiles, alignment, a tile base the
  * tables could carry into, a column count the kernels cannot take); rows already moved are then
  * moved again tile by tile, which is harmless for a copy between buffers that do not overlap. */
@@ -894,22 +890,25 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
     /* Tiles grouped per kernel call (group_tiles()) while the destination fits the cache: beyond,
      * the block-linear deswizzle of 64 MiB fell from 0.94-1.46x to 0.61-0.82x memcpy with them
      * (Zen 3, 2026-11-22). */
-    /* Four-row strips (strips()): a large deswizzle of column-major tiles (each run's rows
-     * contiguous over 512 bytes or more: Intel Y, tiling.md 4.1) with streaming stores; every
-     * lines16 layout and Morton with 4-byte units, both directions, while the surface fits the
-     * cache, with ordinary stores. The latter against the tile-by-tile walk at 4 MiB (Zen 3,
-     * 2026-11-22, 1024 x 1024 x 4 bytes, swizzle / deswizzle x memcpy, 2-3 runs each): Intel Y
-     * 0.72-0.76 / 0.63-0.73 -> 0.81-0.85 / 0.88; Tile4 0.78-0.80 / 0.78-0.81 -> 0.98 / 1.01-1.04;
-     * D3D 4 KB 0.76 / 0.75-0.79 -> 0.87-0.89 / 0.92; D3D 64 KB 0.77-0.83 / 0.78-0.84 -> 0.89 /
-     * 0.91; AMD 64 KB R_X 0.80-0.89 / 0.76-0.87 -> 0.93-0.95 / 0.95; Morton 0.63-0.72 / 0.65-0.68
-     * -> 0.79-0.87 / 0.73-0.89. */
+    /* Four-row strips (strips()), with ordinary stores: a deswizzle of every lines16 layout and
+     * of Morton with 4-byte units at any size but Morton beyond the cache, a swizzle of them
+     * while the surface fits the cache (beyond, the tile walk's streaming lines win); with
+     * streaming stores a deswizzle of a lines16 layout asked for NONTEMPORAL. Against the tile
+     * walk (Zen 3, 2026-11-22, 1024^2 / 4096^2 x 4 bytes, x memcpy, 2-3 runs each):
+     *   4 MiB swizzle / deswizzle: Intel Y 0.72-0.76 / 0.63-0.73 -> 0.81-0.85 / 0.88; Tile4
+     *   0.78-0.80 / 0.78-0.81 -> 0.98 / 1.01-1.04; D3D 4 KB 0.76 / 0.75-0.79 -> 0.87-0.89 / 0.92;
+     *   D3D 64 KB 0.77-0.83 / 0.78-0.84 -> 0.89 / 0.91; AMD 64 KB R_X 0.80-0.89 / 0.76-0.87 ->
+     *   0.93-0.95 / 0.95; Morton 0.63-0.72 / 0.65-0.68 -> 0.79-0.87 / 0.73-0.89.
+     *   64 MiB deswizzle: Tile4 0.90-0.99 -> 1.10-1.12; D3D 64 KB 0.81-0.91 -> 0.90-1.07; D3D
+     *   4 KB 0.73-0.79 -> 1.07-1.20; AMD 0.76-0.85 -> 0.79-0.96; Intel Y the same as with
+     *   streaming strips (0.98-1.02 / 0.91-1.04), which had beaten the tile walk (0.72-0.89 against
+     *   0.52-0.71); Morton undecided in 7 paired runs (0.54-0.83 against 0.59-0.87), so left. */
     enum strip_walk strip_walk = STRIPS_NONE;
-    if (dir == UNTILE && big && !stream && t->lines && t->pair16 && ops->unswz_strip16_nt != NULL &&
-        t->tw_log2 >= 6 && t->xo[1] >= 512)
+    const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
+    const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
+    if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
         strip_walk = STRIPS_NT;
-    else if (!big && !stream && t->lines &&
-             ((t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL) ||
-              (t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL)))
+    else if (!stream && (strip16 || qstrip8) && (!big || (dir == UNTILE && strip16)))
         strip_walk = STRIPS_CACHED;
     copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt_walk, inv, stream ? ops : NULL, ops, !big,
                strip_walk);
