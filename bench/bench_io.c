@@ -10,6 +10,14 @@
  *       "uring" or "threads". The staging memory is bs x D (at most 128 MiB), so one request is
  *       one I/O, as one fio block is.
  *
+ *   io/<dir>_qd<D>/uring_unstaged/1048576   io_uring with vmio_config.unstaged (the bench
+ *       buffers are page-aligned private memory: no staging copy), for comparison; 1 MiB only.
+ *
+ * The targets (1 MiB, depth 32) are not the ratio of a case's best repetition to fio's best
+ * run measured minutes apart - this virtual disk's speed wanders by 2x within seconds - but the
+ * median of paired rounds (io_pairs()): fio, the io_uring backend and the thread pool back to
+ * back on the same bytes, the order rotating. The lock target likewise (sw_rounds()).
+ *
  * The name ends in the block size; b_case.bytes is IO_TOTAL, so GB/s is what the disk tier
  * moves. Each layer (one per backend x bs x D, 18 in all, ~420 MiB of staging) is opened the
  * first time one of its cases runs, written once in full (untimed: every later write overwrites
