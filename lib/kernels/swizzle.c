@@ -891,8 +891,8 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
      * the block-linear deswizzle of 64 MiB fell from 0.94-1.46x to 0.61-0.82x memcpy with them
      * (Zen 3, 2026-11-22). */
     /* Four-row strips (strips()), with ordinary stores: a deswizzle of every lines16 layout and
-     * of Morton with 4-byte units at any size but Morton beyond the cache, a swizzle of them
-     * while the surface fits the cache (beyond, the tile walk's streaming lines win); with
+     * of Morton with 4-byte units at any size, a swizzle of them while the surface fits the
+     * cache (beyond, the tile walk's streaming lines win); with
      * streaming stores a deswizzle of a lines16 layout asked for NONTEMPORAL. Against the tile
      * walk (Zen 3, 2026-11-22, 1024^2 / 4096^2 x 4 bytes, x memcpy, 2-3 runs each):
      *   4 MiB swizzle / deswizzle: Intel Y 0.72-0.76 / 0.63-0.73 -> 0.81-0.85 / 0.88; Tile4
@@ -902,13 +902,15 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
      *   64 MiB deswizzle: Tile4 0.90-0.99 -> 1.10-1.12; D3D 64 KB 0.81-0.91 -> 0.90-1.07; D3D
      *   4 KB 0.73-0.79 -> 1.07-1.20; AMD 0.76-0.85 -> 0.79-0.96; Intel Y the same as with
      *   streaming strips (0.98-1.02 / 0.91-1.04), which had beaten the tile walk (0.72-0.89 against
-     *   0.52-0.71); Morton undecided in 7 paired runs (0.54-0.83 against 0.59-0.87), so left. */
+     *   0.52-0.71); Morton 0.76-0.89 -> 0.81-0.92 in 7 of 7 paired runs of a quiet hour (7 earlier
+     *   ones on a loaded machine were undecided, 0.54-0.83 against 0.59-0.87); streaming stores to
+     *   its linear rows lost (0.70-0.73). */
     enum strip_walk strip_walk = STRIPS_NONE;
     const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
     const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
     if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
         strip_walk = STRIPS_NT;
-    else if (!stream && (strip16 || qstrip8) && (!big || (dir == UNTILE && strip16)))
+    else if (!stream && (strip16 || qstrip8) && (!big || dir == UNTILE))
         strip_walk = STRIPS_CACHED;
     copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, nt_walk, inv, stream ? ops : NULL, ops, !big,
                strip_walk);
