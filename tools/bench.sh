@@ -6,11 +6,11 @@
 #
 #   tools/bench.sh                  quick mode: every case, best of 5 short runs (~4 min on 2 cores)
 #   tools/bench.sh --full           every case, 5 runs 10x longer, CLFLUSH at all sizes (~50 min)
-#   tools/bench.sh --targets        only the target table's cases, 5 runs each (~2 min)
+#   tools/bench.sh --targets        only the target table's cases, 5 runs each (~3 min)
 #   tools/bench.sh 'copy_wc/'       quick mode, cases matching a regex (plus their references)
 #   tools/bench.sh 'swizzle|deswizzle'   the tiling cases only, with their memcpy references
 #   tools/bench.sh '^engine/'       the video memory manager cases only (~10 s), with their references
-#   tools/bench.sh '^io/'           the disk tier's I/O cases next to fio (~40 s; files in $VIDMM_BENCH_DIR,
+#   tools/bench.sh '^io/'           the disk tier's I/O cases next to fio (~60 s; files in $VIDMM_BENCH_DIR,
 #                                   else build/release/bench-io/); '^io/lock' only the engine's lock of a
 #                                   swapped-out 4 MiB allocation next to fio (~4 s)
 #   tools/bench.sh -- --benchmark_min_time=0.2   any Google Benchmark flag after --
