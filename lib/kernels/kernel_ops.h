@@ -22,6 +22,14 @@
  *             source, ordinary loads for the unaligned head and tail; ordinary stores.
  * fill        n bytes (any n; byte i = byte i % 4 of the little-endian pattern), ordinary stores.
  * fill_nt     as fill, whole lines with streaming stores, like copy_nt. */
+/* The strip kernels' signatures (swz_strip16 and the others below). */
+typedef void (*vidmm_swz_strip_fn)(unsigned char *tiled, const unsigned char *lin, size_t row_pitch,
+                                   const uint32_t *tbase, unsigned ntile, const uint32_t *xo, unsigned cols,
+                                   const uint32_t *yo, uint32_t zoff, unsigned nquads);
+typedef void (*vidmm_unswz_strip_fn)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch,
+                                     const uint32_t *tbase, unsigned ntile, const uint32_t *xo, unsigned cols,
+                                     const uint32_t *yo, uint32_t zoff, unsigned nquads);
+
 struct vidmm_kernel_ops {
     const char *name;
     enum vidmm_backend backend;
@@ -87,24 +95,13 @@ struct vidmm_kernel_ops {
      * cols a multiple of 4. unswz_strip16_nt writes the linear rows with streaming stores ('lin'
      * and 'row_pitch' 32-byte aligned; no fence). Every line 64-byte aligned. NULL in the scalar
      * table. */
-    void (*swz_strip16)(unsigned char *tiled, const unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
-                        unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                        unsigned nquads);
-    void (*unswz_strip16)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
-                          unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                          unsigned nquads);
-    void (*unswz_strip16_nt)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
-                             unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                             unsigned nquads);
+    vidmm_swz_strip_fn swz_strip16;
+    vidmm_unswz_strip_fn unswz_strip16, unswz_strip16_nt;
     /* The same strips for the Morton quad layout (swz_qlines8_nt above): 'cols' 8-byte runs a
      * tile, a multiple of 4, 8 * cols linear bytes each. Ordinary stores. NULL in the scalar
      * table. */
-    void (*swz_qstrip8)(unsigned char *tiled, const unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
-                        unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                        unsigned nquads);
-    void (*unswz_qstrip8)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
-                          unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                          unsigned nquads);
+    vidmm_swz_strip_fn swz_qstrip8;
+    vidmm_unswz_strip_fn unswz_qstrip8;
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

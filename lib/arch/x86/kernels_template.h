@@ -501,36 +501,15 @@ static void unswz_quads8(const unsigned char *src, unsigned char *lin, size_t ro
         quads8_body(tile, lin, row_pitch, xo, yo, zoff, ncols, npairs, true);
 }
 
-/* ST256() / ST128(): an aligned store, streaming when 'nt' (a constant in each instantiation). */
-#define ST256(nt, p, v)                                                                            \
-    do {                                                                                           \
-        if (nt)                                                                                    \
-            _mm256_stream_si256((__m256i *)(void *)(p), (v));                                      \
-        else                                                                                       \
-            _mm256_store_si256((__m256i *)(void *)(p), (v));                                       \
-    } while (0)
-#define ST128(nt, p, v)                                                                            \
-    do {                                                                                           \
-        if (nt)                                                                                    \
-            _mm_stream_si128((__m128i *)(void *)(p), (v));                                         \
-        else                                                                                       \
-            _mm_store_si128((__m128i *)(void *)(p), (v));                                          \
-    } while (0)
-/* ST256U() / ST128U(): streaming when 'nt' (the address then aligned), else unaligned. */
-#define ST256U(nt, p, v)                                                                           \
-    do {                                                                                           \
-        if (nt)                                                                                    \
-            _mm256_stream_si256((__m256i *)(void *)(p), (v));                                      \
-        else                                                                                       \
-            _mm256_storeu_si256((__m256i *)(void *)(p), (v));                                      \
-    } while (0)
-#define ST128U(nt, p, v)                                                                           \
-    do {                                                                                           \
-        if (nt)                                                                                    \
-            _mm_stream_si128((__m128i *)(void *)(p), (v));                                         \
-        else                                                                                       \
-            _mm_storeu_si128((__m128i *)(void *)(p), (v));                                         \
-    } while (0)
+/* ST256() / ST128(): an aligned store, streaming when 'nt' (a constant in each instantiation);
+ * ST256U() / ST128U(): the same, unaligned unless streaming (the address then aligned). */
+#define ST256(nt, p, v) \
+    ((nt) ? _mm256_stream_si256((__m256i *)(void *)(p), (v)) : _mm256_store_si256((__m256i *)(void *)(p), (v)))
+#define ST128(nt, p, v) ((nt) ? _mm_stream_si128((__m128i *)(void *)(p), (v)) : _mm_store_si128((__m128i *)(void *)(p), (v)))
+#define ST256U(nt, p, v) \
+    ((nt) ? _mm256_stream_si256((__m256i *)(void *)(p), (v)) : _mm256_storeu_si256((__m256i *)(void *)(p), (v)))
+#define ST128U(nt, p, v) \
+    ((nt) ? _mm_stream_si128((__m128i *)(void *)(p), (v)) : _mm_storeu_si128((__m128i *)(void *)(p), (v)))
 
 /* lines16_body() is swz_lines16_nt (kernel_ops.h): for layouts whose address bits right above
  * the 16-byte run are y0 and y1 (Intel Y and Tile4, the D3D / AMD tables of 4-byte elements;
