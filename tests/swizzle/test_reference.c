@@ -1087,27 +1087,31 @@ Test(swizzle_cache, descriptors_rewritten_in_place, .timeout = T_TIMEOUT)
 /* ---------------------------------------------------------------------------------------------
  * The four-row strip walks (swizzle.c, strips()) on whole surfaces of every lines16 layout:
  * Intel Y and Tile4 (8 runs a tile), the D3D 4 KB table (8), the D3D 64 KB table and AMD
- * SW_64KB_R_X (32), at 4 bytes an element; and Morton with 4-byte units (32 quad runs a tile,
- * tiles in Z order, three across). Each backend's whole-surface swizzle must give the
+ * SW_64KB_R_X (32), at 4 bytes an element; Morton with 4-byte units (32 quad runs a tile,
+ * tiles in Z order, three across); a band of 300 tiles (several strip calls); 3D tiles. Each backend's whole-surface swizzle must give the
  * scalar backend's bytes, and its deswizzle the linear source back, with ordinary stores (AUTO:
  * the surface fits the cache) and streaming ones (NONTEMPORAL), from a row pitch with slack.
  * ------------------------------------------------------------------------------------------- */
 struct strip_case {
     const char *name;
     enum vidmm_tiling tiling;
-    uint32_t amd_mode, width, height, elem;
+    uint32_t amd_mode, width, height, depth, elem;
 };
 
 static void strips_on(enum vidmm_backend backend)
 {
     t_require_backend(backend);
     static const struct strip_case cases[] = {
-        { "intel_y", VIDMM_TILING_INTEL_Y, 0, 1024, 96, 1 },
-        { "intel_4", VIDMM_TILING_INTEL_4, 0, 1024, 96, 1 },
-        { "d3d4k", VIDMM_TILING_D3D_STD_4K, 0, 256, 96, 4 },
-        { "d3d64k", VIDMM_TILING_D3D_STD_64K, 0, 384, 256, 4 },
-        { "amd_rx", VIDMM_TILING_AMD_GFX10, 27, 256, 256, 4 },
-        { "morton", VIDMM_TILING_MORTON, 0, 192, 128, 4 },
+        { "intel_y", VIDMM_TILING_INTEL_Y, 0, 1024, 96, 1, 1 },
+        { "intel_4", VIDMM_TILING_INTEL_4, 0, 1024, 96, 1, 1 },
+        { "d3d4k", VIDMM_TILING_D3D_STD_4K, 0, 256, 96, 1, 4 },
+        { "d3d64k", VIDMM_TILING_D3D_STD_64K, 0, 384, 256, 1, 4 },
+        { "amd_rx", VIDMM_TILING_AMD_GFX10, 27, 256, 256, 1, 4 },
+        { "morton", VIDMM_TILING_MORTON, 0, 192, 128, 1, 4 },
+        /* 300 tiles a band: more than one strip call (STRIP_TILES) per band. */
+        { "intel_y_wide", VIDMM_TILING_INTEL_Y, 0, 300 * 128, 32, 1, 1 },
+        /* 3D tiles: each slice's z term (zoff) in every line offset. */
+        { "d3d64k_3d", VIDMM_TILING_D3D_STD_64K, 0, 64, 64, 8, 4 },
     };
     static const enum vidmm_strategy strategies[] = { VIDMM_STRATEGY_AUTO, VIDMM_STRATEGY_NONTEMPORAL };
     struct t_rng r;
@@ -1121,7 +1125,7 @@ static void strips_on(enum vidmm_backend backend)
         surf.size = sizeof(surf);
         surf.width = sc->width;
         surf.height = sc->height;
-        surf.depth = 1;
+        surf.depth = sc->depth;
         surf.element_bytes = sc->elem;
         surf.block_width = surf.block_height = 1;
         surf.mip_levels = 1;
@@ -1134,7 +1138,7 @@ static void strips_on(enum vidmm_backend backend)
         for (size_t si = 0; si < 2; si++) {
             /* NONTEMPORAL deswizzles take the strip walk only from 32-byte aligned rows. */
             const size_t pitch = strategies[si] == VIDMM_STRATEGY_NONTEMPORAL ? row + 64 : row + 20;
-            const size_t ln = pitch * sc->height;
+            const size_t slice = pitch * sc->height, ln = slice * sc->depth;
             unsigned char *back = NULL, *want = malloc(tn), *got = malloc(tn);
             void *lbase = NULL, *bbase = NULL;
             cr_assert(want && got);
@@ -1148,17 +1152,19 @@ static void strips_on(enum vidmm_backend backend)
             memset(back, 0xA5, ln);
             struct vidmm_kernel_opts ref = t_opts(VIDMM_BACKEND_SCALAR, VIDMM_STRATEGY_AUTO);
             struct vidmm_kernel_opts o = t_opts(backend, strategies[si]);
-            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, want, tn, lin64, ln, pitch, ln, &ref), 0);
-            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, lin64, ln, pitch, ln, &o), 0);
+            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, want, tn, lin64, ln, pitch, slice, &ref), 0, "%s",
+                         sc->name);
+            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, lin64, ln, pitch, slice, &o), 0, "%s",
+                         sc->name);
             ptrdiff_t d = t_find_diff(want, got, tn);
             cr_assert_eq(d, -1, "%s %s %s: tiled byte %td differs from the scalar backend's", sc->name,
                          t_backend_label(backend), t_strategy_label(strategies[si]), d);
-            cr_assert_eq(vidmm_deswizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, back, ln, pitch, ln, &o), 0);
-            for (uint32_t y = 0; y < sc->height; y++) {
+            cr_assert_eq(vidmm_deswizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, back, ln, pitch, slice, &o), 0);
+            for (uint32_t y = 0; y < sc->height * sc->depth; y++) {
                 d = t_find_diff(lin64 + y * pitch, back + y * pitch, row);
                 cr_assert_eq(d, -1, "%s %s %s: row %u byte %td did not come back", sc->name, t_backend_label(backend),
                              t_strategy_label(strategies[si]), y, d);
-                if (y + 1 < sc->height)
+                if (y + 1 < sc->height * sc->depth)
                     cr_assert_eq(t_find_not(back + y * pitch + row, pitch - row, 0xA5), -1,
                                  "%s %s: the slack after row %u was written", sc->name, t_backend_label(backend), y);
             }
