@@ -246,6 +246,18 @@ int vmio_blocking_io(struct vmio *io, int op, uint8_t *stage, uint32_t len, uint
     return 0;
 }
 
+int vmio_blocking_chunk(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, uint8_t *stage)
+{
+    const uint32_t io_len = vmio_io_len(io, len);
+    vmio_io_started(io);
+    uint8_t *data = vmio_io_begin(io, r, at, len, io_len, stage);
+    int err = vmio_blocking_io(io, r->op, data, io_len, r->off + at);
+    if (err == 0 && r->op == VMIO_READ)
+        err = vmio_read_end(io, r, at, len, data);
+    vmio_io_ended(io);
+    return err;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Opening the file.
  * ------------------------------------------------------------------------------------------- */

@@ -174,6 +174,12 @@ int vmio_fault_apply(struct vmio *io, int op, int res, uint32_t want, uint8_t *d
  * pwrite, resuming short transfers and retrying EINTR/EAGAIN. Returns 0 or the layer's code. */
 int vmio_blocking_io(struct vmio *io, int op, uint8_t *stage, uint32_t len, uint64_t off);
 
+/* vmio_blocking_chunk() is one whole I/O of the thread and sync backends: request bytes
+ * [at, at + len) moved with vmio_blocking_io() through 'stage' or the caller's buffer
+ * (vmio_io_begin()), a read checked (vmio_read_end()), counted as an I/O in flight meanwhile.
+ * Returns 0 or the layer's code. */
+int vmio_blocking_chunk(struct vmio *io, struct vmio_req *r, uint64_t at, uint32_t len, uint8_t *stage);
+
 /* vmio_io_len() is the length of the I/O that moves 'len' request bytes: rounded up to the
  * alignment, as O_DIRECT needs (the extent has the room: vmio_space_alloc() rounds up too). */
 static inline uint32_t vmio_io_len(const struct vmio *io, uint32_t len)

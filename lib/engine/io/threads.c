@@ -90,14 +90,7 @@ static void *th_worker(void *arg)
             vmio_list_pop(&p->queue);
         pthread_mutex_unlock(&p->lock);
 
-        uint32_t io_len = vmio_io_len(io, len);
-        int err;
-        vmio_io_started(io);
-        uint8_t *data = vmio_io_begin(io, r, at, len, io_len, stage);
-        err = vmio_blocking_io(io, r->op, data, io_len, r->off + at);
-        if (err == 0 && r->op == VMIO_READ)
-            err = vmio_read_end(io, r, at, len, data);
-        vmio_io_ended(io);
+        int err = vmio_blocking_chunk(io, r, at, len, stage);
 
         pthread_mutex_lock(&p->lock);
         q->outstanding--;
@@ -275,17 +268,12 @@ static void sy_submit(struct vmio *io, struct vmio_req *const *reqs, unsigned n)
         uint8_t *stage = NULL; /* taken when an I/O needs staging */
         int err = 0;
         for (uint64_t at = 0; err == 0 && at < r->len;) {
-            uint32_t len = vmio_chunk(io, r, at), io_len = vmio_io_len(io, len);
+            uint32_t len = vmio_chunk(io, r, at);
             if (!vmio_unstaged(io, r, at, len) && stage == NULL && (stage = sy_get(io)) == NULL) {
                 err = VIDMM_E_NO_MEMORY;
                 break;
             }
-            vmio_io_started(io);
-            uint8_t *data = vmio_io_begin(io, r, at, len, io_len, stage);
-            err = vmio_blocking_io(io, r->op, data, io_len, r->off + at);
-            if (err == 0 && r->op == VMIO_READ)
-                err = vmio_read_end(io, r, at, len, data);
-            vmio_io_ended(io);
+            err = vmio_blocking_chunk(io, r, at, len, stage);
             at += len;
         }
         if (stage != NULL)
