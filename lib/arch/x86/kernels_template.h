@@ -542,123 +542,6 @@ static void unswz_quads8(const unsigned char *src, unsigned char *lin, size_t ro
 #define ST128U(nt, p, v) \
     ((nt) ? _mm_stream_si128((__m128i *)(void *)(p), (v)) : _mm_storeu_si128((__m128i *)(void *)(p), (v)))
 
-/* lines16_body() is swz_lines16_nt (kernel_ops.h): for layouts whose address bits right above
- * the 16-byte run are y0 and y1 (Intel Y and Tile4, the D3D / AMD tables of 4-byte elements;
- * tiling.md 4.1, 5.2), run c of rows r .. r + 3 (r a multiple of 4) is one 64-byte line, so
- * each line is built in registers from four rows and written whole, with two 32-byte streaming
- * stores back to back: no line is read for ownership or left half-written. Swizzling Intel Y at
- * 64 MiB ran at 0.57-0.70x memcpy with ordinary stores (the row-pair walk) and no better with the
- * address-order gather of swz_tile16_nt, and at 0.96-1.24x with this kernel; Tile4, D3D 64 KB
- * and Morton (qlines8_body()) went from 0.78-0.96x to 0.95-1.48x (Zen 3, 2026-11-22,
- * bench_swizzle.c, 3 runs each). With 32-byte vectors two runs of four rows are four loads and
- * four lane permutes. */
-static inline __attribute__((always_inline)) void lines16_body(unsigned char *tile, const unsigned char *lin,
-                                                               size_t row_pitch, const uint32_t *xo,
-                                                               const uint32_t *yo, uint32_t zoff, unsigned ncols,
-                                                               unsigned nquads, bool nt)
-{
-    uint32_t x[64];
-
-    for (unsigned c = 0; c < ncols; c++)
-        x[c] = xo[c];
-    for (unsigned q = 0; q < nquads; q++) {
-        const uint32_t yoff = yo[4 * q] ^ zoff;
-        const unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch,
-                            *l3 = l2 + row_pitch;
-        unsigned c = 0;
-#if VL >= 32
-        for (; c + 2 <= ncols; c += 2) {
-            unsigned char *t0 = tile + (x[c] ^ yoff), *t1 = tile + (x[c + 1] ^ yoff);
-            __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 16 * c));
-            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c));
-            __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(l2 + 16 * c));
-            __m256i f = _mm256_loadu_si256((const __m256i *)(const void *)(l3 + 16 * c));
-            ST256(nt, t0, _mm256_permute2x128_si256(a, b, 0x20));
-            ST256(nt, t0 + 32, _mm256_permute2x128_si256(e, f, 0x20));
-            ST256(nt, t1, _mm256_permute2x128_si256(a, b, 0x31));
-            ST256(nt, t1 + 32, _mm256_permute2x128_si256(e, f, 0x31));
-        }
-#endif
-        for (; c < ncols; c++) {
-            unsigned char *t = tile + (x[c] ^ yoff);
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(l0 + 16 * c));
-            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(l1 + 16 * c));
-            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(l2 + 16 * c));
-            __m128i f = _mm_loadu_si128((const __m128i *)(const void *)(l3 + 16 * c));
-            ST128(nt, t, a);
-            ST128(nt, t + 16, b);
-            ST128(nt, t + 32, e);
-            ST128(nt, t + 48, f);
-        }
-    }
-}
-
-/* Whole tiles: 8 runs (Intel Y / Tile4, D3D 4 KB at 4 bytes), 32 (D3D 64 KB at 4 bytes). */
-static void swz_lines16_nt(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
-                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads)
-{
-    if (ncols == 8)
-        lines16_body(tile, lin, row_pitch, xo, yo, zoff, 8, nquads, true);
-    else if (ncols == 32)
-        lines16_body(tile, lin, row_pitch, xo, yo, zoff, 32, nquads, true);
-    else
-        lines16_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nquads, true);
-}
-
-/* qlines8_body() is swz_qlines8_nt (kernel_ops.h): Morton with 4-byte units, whose line is the
- * 4 x 4 units x0 y0 x1 y1 (tiling.md 6.1): the 2 x 2 quads of rows r, r + 1 and of rows r + 2,
- * r + 3 (quads8_body()) are its two halves, written back to back with streaming stores. */
-static inline __attribute__((always_inline)) void qlines8_body(unsigned char *tile, const unsigned char *lin,
-                                                               size_t row_pitch, const uint32_t *xo,
-                                                               const uint32_t *yo, uint32_t zoff, unsigned ncols,
-                                                               unsigned nquads)
-{
-    uint32_t x[64];
-
-    for (unsigned c = 0; c < ncols; c += 2)
-        x[c] = xo[c];
-    for (unsigned q = 0; q < nquads; q++) {
-        const uint32_t yoff = yo[4 * q] ^ zoff;
-        const unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch,
-                            *l3 = l2 + row_pitch;
-        unsigned c = 0;
-#if VL >= 32
-        for (; c + 4 <= ncols; c += 4) {
-            unsigned char *t0 = tile + (x[c] ^ yoff), *t1 = tile + (x[c + 2] ^ yoff);
-            __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 8 * c));
-            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 8 * c));
-            __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(l2 + 8 * c));
-            __m256i f = _mm256_loadu_si256((const __m256i *)(const void *)(l3 + 8 * c));
-            __m256i lo = _mm256_unpacklo_epi64(a, b), hi = _mm256_unpackhi_epi64(a, b);
-            __m256i lo2 = _mm256_unpacklo_epi64(e, f), hi2 = _mm256_unpackhi_epi64(e, f);
-            _mm256_stream_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(lo, hi, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)(t0 + 32), _mm256_permute2x128_si256(lo2, hi2, 0x20));
-            _mm256_stream_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(lo, hi, 0x31));
-            _mm256_stream_si256((__m256i *)(void *)(t1 + 32), _mm256_permute2x128_si256(lo2, hi2, 0x31));
-        }
-#endif
-        for (; c + 2 <= ncols; c += 2) {
-            unsigned char *t = tile + (x[c] ^ yoff);
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(l0 + 8 * c));
-            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(l1 + 8 * c));
-            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(l2 + 8 * c));
-            __m128i f = _mm_loadu_si128((const __m128i *)(const void *)(l3 + 8 * c));
-            _mm_stream_si128((__m128i *)(void *)t, _mm_unpacklo_epi64(a, b));
-            _mm_stream_si128((__m128i *)(void *)(t + 16), _mm_unpackhi_epi64(a, b));
-            _mm_stream_si128((__m128i *)(void *)(t + 32), _mm_unpacklo_epi64(e, f));
-            _mm_stream_si128((__m128i *)(void *)(t + 48), _mm_unpackhi_epi64(e, f));
-        }
-    }
-}
-
-static void swz_qlines8_nt(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
-                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads)
-{
-    if (ncols == 32)
-        qlines8_body(tile, lin, row_pitch, xo, yo, zoff, 32, nquads);
-    else
-        qlines8_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nquads);
-}
 
 /* strip16_body() is swz_strip16 / unswz_strip16 / unswz_strip16_nt (kernel_ops.h): rows
  * [4 q, 4 q + 4) of 'ntile' tiles side by side, for every quad q, quads outer and tiles inner, so
@@ -782,7 +665,7 @@ static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_
 #undef STRIP16_DISPATCH
 
 /* qstrip8_body() is swz_qstrip8 / unswz_qstrip8 (kernel_ops.h): strip16_body() for the Morton
- * quad layout of 8-byte runs (qlines8_body()): runs c, c + 1 (c even) of rows 4 q .. 4 q + 3 are
+ * quad layout of 8-byte runs (swz_qlines8_nt in kernel_ops.h): runs c, c + 1 (c even) of rows 4 q .. 4 q + 3 are
  * the line at tbase[g] + (xo[c] ^ yo[4 q] ^ zoff), holding the 2 x 2 quads of rows 4 q, 4 q + 1
  * and then of rows 4 q + 2, 4 q + 3. With 32-byte vectors four runs (two lines) at a time: one
  * 64-bit unpack pair and two lane permutes per two rows, each way. cols a multiple of 4. */
@@ -790,7 +673,7 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                                                                size_t row_pitch, const uint32_t *tbase,
                                                                unsigned ntile, const uint32_t *xo, unsigned cols,
                                                                const uint32_t *yo, uint32_t zoff, unsigned nquads,
-                                                               bool untile)
+                                                               bool untile, bool nt)
 {
     uint32_t xy[64];
 
@@ -802,8 +685,9 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
         for (unsigned g = 0; g < ntile; g++) {
             unsigned char *tb = tiled + tbase[g];
             const size_t lo = (size_t)g * cols * 8;
+            unsigned c = 0;
 #if VL >= 32
-            for (unsigned c = 0; c + 4 <= cols; c += 4) {
+            for (; c + 4 <= cols; c += 4) {
                 const size_t o = lo + 8 * c;
                 unsigned char *t0 = tb + xy[c], *t1 = tb + xy[c + 2];
                 if (!untile) {
@@ -813,10 +697,10 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     __m256i f = _mm256_loadu_si256((const __m256i *)(const void *)(l3 + o));
                     __m256i lo1 = _mm256_unpacklo_epi64(a, b), hi1 = _mm256_unpackhi_epi64(a, b);
                     __m256i lo2 = _mm256_unpacklo_epi64(e, f), hi2 = _mm256_unpackhi_epi64(e, f);
-                    _mm256_store_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(lo1, hi1, 0x20));
-                    _mm256_store_si256((__m256i *)(void *)(t0 + 32), _mm256_permute2x128_si256(lo2, hi2, 0x20));
-                    _mm256_store_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(lo1, hi1, 0x31));
-                    _mm256_store_si256((__m256i *)(void *)(t1 + 32), _mm256_permute2x128_si256(lo2, hi2, 0x31));
+                    ST256(nt, t0, _mm256_permute2x128_si256(lo1, hi1, 0x20));
+                    ST256(nt, t0 + 32, _mm256_permute2x128_si256(lo2, hi2, 0x20));
+                    ST256(nt, t1, _mm256_permute2x128_si256(lo1, hi1, 0x31));
+                    ST256(nt, t1 + 32, _mm256_permute2x128_si256(lo2, hi2, 0x31));
                 } else {
                     __m256i g0 = _mm256_load_si256((const __m256i *)(const void *)t0);
                     __m256i g1 = _mm256_load_si256((const __m256i *)(const void *)(t0 + 32));
@@ -824,14 +708,14 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     __m256i h1 = _mm256_load_si256((const __m256i *)(const void *)(t1 + 32));
                     __m256i x0 = _mm256_permute2x128_si256(g0, h0, 0x20), y0 = _mm256_permute2x128_si256(g0, h0, 0x31);
                     __m256i x1 = _mm256_permute2x128_si256(g1, h1, 0x20), y1 = _mm256_permute2x128_si256(g1, h1, 0x31);
-                    _mm256_storeu_si256((__m256i *)(void *)(l0 + o), _mm256_unpacklo_epi64(x0, y0));
-                    _mm256_storeu_si256((__m256i *)(void *)(l1 + o), _mm256_unpackhi_epi64(x0, y0));
-                    _mm256_storeu_si256((__m256i *)(void *)(l2 + o), _mm256_unpacklo_epi64(x1, y1));
-                    _mm256_storeu_si256((__m256i *)(void *)(l3 + o), _mm256_unpackhi_epi64(x1, y1));
+                    ST256U(nt, l0 + o, _mm256_unpacklo_epi64(x0, y0));
+                    ST256U(nt, l1 + o, _mm256_unpackhi_epi64(x0, y0));
+                    ST256U(nt, l2 + o, _mm256_unpacklo_epi64(x1, y1));
+                    ST256U(nt, l3 + o, _mm256_unpackhi_epi64(x1, y1));
                 }
             }
-#else
-            for (unsigned c = 0; c + 2 <= cols; c += 2) {
+#endif
+            for (; c + 2 <= cols; c += 2) {
                 const size_t o = lo + 8 * c;
                 unsigned char *t = tb + xy[c];
                 if (!untile) {
@@ -839,31 +723,30 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(l1 + o));
                     __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(l2 + o));
                     __m128i f = _mm_loadu_si128((const __m128i *)(const void *)(l3 + o));
-                    _mm_store_si128((__m128i *)(void *)t, _mm_unpacklo_epi64(a, b));
-                    _mm_store_si128((__m128i *)(void *)(t + 16), _mm_unpackhi_epi64(a, b));
-                    _mm_store_si128((__m128i *)(void *)(t + 32), _mm_unpacklo_epi64(e, f));
-                    _mm_store_si128((__m128i *)(void *)(t + 48), _mm_unpackhi_epi64(e, f));
+                    ST128(nt, t, _mm_unpacklo_epi64(a, b));
+                    ST128(nt, t + 16, _mm_unpackhi_epi64(a, b));
+                    ST128(nt, t + 32, _mm_unpacklo_epi64(e, f));
+                    ST128(nt, t + 48, _mm_unpackhi_epi64(e, f));
                 } else {
                     __m128i v0 = _mm_load_si128((const __m128i *)(const void *)t);
                     __m128i v1 = _mm_load_si128((const __m128i *)(const void *)(t + 16));
                     __m128i v2 = _mm_load_si128((const __m128i *)(const void *)(t + 32));
                     __m128i v3 = _mm_load_si128((const __m128i *)(const void *)(t + 48));
-                    _mm_storeu_si128((__m128i *)(void *)(l0 + o), _mm_unpacklo_epi64(v0, v1));
-                    _mm_storeu_si128((__m128i *)(void *)(l1 + o), _mm_unpackhi_epi64(v0, v1));
-                    _mm_storeu_si128((__m128i *)(void *)(l2 + o), _mm_unpacklo_epi64(v2, v3));
-                    _mm_storeu_si128((__m128i *)(void *)(l3 + o), _mm_unpackhi_epi64(v2, v3));
+                    ST128U(nt, l0 + o, _mm_unpacklo_epi64(v0, v1));
+                    ST128U(nt, l1 + o, _mm_unpackhi_epi64(v0, v1));
+                    ST128U(nt, l2 + o, _mm_unpacklo_epi64(v2, v3));
+                    ST128U(nt, l3 + o, _mm_unpackhi_epi64(v2, v3));
                 }
             }
-#endif
         }
     }
 }
 
 #define QSTRIP8_DISPATCH(untile)                                                                            \
     switch (cols) {                                                                                         \
-    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile); break;    \
-    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile); break;    \
-    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile); break;  \
+    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, false); break; \
+    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, false); break; \
+    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, false); break; \
     }
 
 static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -882,6 +765,42 @@ static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t r
     QSTRIP8_DISPATCH(true)
 }
 #undef QSTRIP8_DISPATCH
+
+/* swz_lines16_nt / swz_qlines8_nt (kernel_ops.h): one whole tile of a large swizzle, as a strip of
+ * one tile with streaming stores. For layouts whose address bits right above the 16-byte run are
+ * y0 and y1 (Intel Y and Tile4, the D3D / AMD tables of 4-byte elements; tiling.md 4.1, 5.2),
+ * run c of rows r .. r + 3 (r a multiple of 4) is one 64-byte line, so each line is built in
+ * registers from four rows and written whole, with two 32-byte streaming stores back to back:
+ * no line is read for ownership or left half-written. Swizzling Intel Y at 64 MiB ran at
+ * 0.57-0.70x memcpy with ordinary stores (the row-pair walk) and no better with the
+ * address-order gather of swz_tile16_nt, and at 0.96-1.24x with this kernel; Tile4, D3D 64 KB
+ * and Morton (the quad layout) went from 0.78-0.96x to 0.95-1.48x (Zen 3, 2026-11-22,
+ * bench_swizzle.c, 3 runs each). Whole tiles: 8 runs (Intel Y / Tile4, D3D 4 KB at 4 bytes), 32
+ * (D3D 64 KB at 4 bytes, Morton). */
+static const uint32_t one_tile_base = 0;
+
+static void swz_lines16_nt(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    const uint32_t *tb = &one_tile_base;
+    if (ncols == 8)
+        strip16_body(tile, lin, row_pitch, tb, 1, xo, 8, yo, zoff, nquads, false, true);
+    else if (ncols == 32)
+        strip16_body(tile, lin, row_pitch, tb, 1, xo, 32, yo, zoff, nquads, false, true);
+    else
+        strip16_body(tile, lin, row_pitch, tb, 1, xo, ncols, yo, zoff, nquads, false, true);
+}
+
+static void swz_qlines8_nt(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (ncols == 32)
+        qstrip8_body(tile, lin, row_pitch, &one_tile_base, 1, xo, 32, yo, zoff, nquads, false, true);
+    else
+        qstrip8_body(tile, lin, row_pitch, &one_tile_base, 1, xo, ncols, yo, zoff, nquads, false, true);
+}
 #undef ST256
 #undef ST128
 #undef ST256U
