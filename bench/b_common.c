@@ -6,8 +6,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 const size_t b_sizes[B_NSIZES] = {
     4 * B_KiB,    /* L1 */
@@ -219,4 +221,22 @@ const char *b_clflush_quick_skip(size_t bytes)
     if (b_env.mode == B_MODE_FULL || bytes <= B_QUICK_CLFLUSH_MAX)
         return NULL;
     return "clflush stops at 4 MiB outside --full (~150 ns a line)";
+}
+
+int b_mkdir_p(const char *dir)
+{
+    char path[1024];
+    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }

@@ -128,6 +128,10 @@ struct b_case *b_case_at(size_t i);
 /* b_case_find() returns the index of the case called 'name', or -1. */
 int b_case_find(const char *name);
 
+/* b_mkdir_p() creates 'dir' and its missing parents (mode 0755), as mkdir -p. Returns 0, or -1
+ * with errno. */
+int b_mkdir_p(const char *dir);
+
 /* b_first_run() returns true the first time it is called for case 'c', false afterwards.
  * Google Benchmark calls a body several times per case (while it sizes the iteration count,
  * then once per repetition); the result check runs on the first call only. */

@@ -244,21 +244,6 @@ static void fio_measure(const struct io_spec *sp, bool direct)
     }
 }
 
-static int mkdir_p(const char *dir)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -425,7 +410,7 @@ static int fixture_open(const struct io_spec *sp, struct io_fixture *f)
     pthread_cond_init(&f->c, NULL);
     if (b_env.src == NULL || b_env.dst == NULL || b_env.cap < IO_TOTAL)
         return fail_open(f, "the bench buffers", VIDMM_E_NO_MEMORY);
-    if (mkdir_p(io_dir()) != 0) {
+    if (b_mkdir_p(io_dir()) != 0) {
         snprintf(f->why, sizeof(f->why), "cannot create %s: %s", io_dir(), strerror(errno));
         return -1;
     }
@@ -647,7 +632,7 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
     }
     if (b_env.src == NULL || b_env.dst == NULL || b_env.cap < SW_SIZE)
         return sw_fail(f, "the bench buffers", VIDMM_E_NO_MEMORY);
-    if (mkdir_p(io_dir()) != 0) {
+    if (b_mkdir_p(io_dir()) != 0) {
         snprintf(f->why, sizeof(f->why), "cannot create %s: %s", io_dir(), strerror(errno));
         return -1;
     }

@@ -79,21 +79,6 @@ static void select_references(void)
     }
 }
 
-static int mkdir_p(const char *dir)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *mode_s = "quick", *filter = NULL, *out_dir = "bench-results";
@@ -177,7 +162,7 @@ int main(int argc, char **argv)
 
     if (vbench_init(&gargc, gargv, help) != 0)
         return 2;
-    if (mkdir_p(out_dir) != 0) {
+    if (b_mkdir_p(out_dir) != 0) {
         fprintf(stderr, "vidmm_bench: cannot create %s: %s\n", out_dir, strerror(errno));
         return 2;
     }
