@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 
 const size_t b_sizes[B_NSIZES] = {
     4 * B_KiB,    /* L1 */
@@ -239,4 +241,25 @@ int b_mkdir_p(const char *dir)
         *p = '/';
     }
     return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+double b_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double b_median(double *v, int n)
+{
+    if (n <= 0)
+        return NAN;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

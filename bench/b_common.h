@@ -132,6 +132,12 @@ int b_case_find(const char *name);
  * with errno. */
 int b_mkdir_p(const char *dir);
 
+/* b_now_s() reads CLOCK_MONOTONIC in seconds. */
+double b_now_s(void);
+
+/* b_median() sorts v[0..n) in place and returns its median (NAN when n is 0). */
+double b_median(double *v, int n);
+
 /* b_first_run() returns true the first time it is called for case 'c', false afterwards.
  * Google Benchmark calls a body several times per case (while it sizes the iteration count,
  * then once per repetition); the result check runs on the first call only. */
@@ -150,6 +156,9 @@ void b_copy_body(vbench_state *st, const void *arg);
 void b_fill_body(vbench_state *st, const void *arg);
 void b_flush_body(vbench_state *st, const void *arg);
 void b_swizzle_body(vbench_state *st, const void *arg);   /* bench_swizzle.c */
+/* b_swz_paired_ratio() (bench_swizzle.c): the median over the paired rounds of swizzle case
+ * 'name' of memcpy's time over the case's, or NAN with '*why'; '*rounds' says how many. */
+double b_swz_paired_ratio(const char *name, int *rounds, const char **why);
 
 /* b_clflush_quick_skip() returns the skip reason of a CLFLUSH case of 'bytes' outside --full
  * mode (see B_QUICK_CLFLUSH_MAX), or NULL. */

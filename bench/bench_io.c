@@ -244,18 +244,6 @@ static void fio_measure(const struct io_spec *sp, bool direct)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 #ifdef VIDMM_BENCH_IO_LAYER
 
@@ -321,11 +309,11 @@ static int fixture_open(const struct io_spec *sp, struct io_fixture *f);
 /* FIO_LOOPS passes of 'f', as one fio run makes: bytes/s, or NAN on an error. */
 static double io_loops(struct io_fixture *f, int op)
 {
-    double t0 = now_s();
+    double t0 = b_now_s();
     for (int i = 0; i < FIO_LOOPS; i++)
         if (io_pass(f, op) != 0)
             return NAN;
-    return (double)IO_TOTAL * FIO_LOOPS / (now_s() - t0);
+    return (double)IO_TOTAL * FIO_LOOPS / (b_now_s() - t0);
 }
 
 /* The target cases' paired rounds. This machine's virtual disk moves anywhere from 2 to 5 GB/s
@@ -756,16 +744,15 @@ static void sw_rounds(const struct sw_spec *sp, struct sw_fixture *f)
                 memset(&la, 0, sizeof(la));
                 la.allocation = f->h;
                 la.flags = VIDMM_LOCK_READ_ONLY;
-                double t0 = now_s();
+                double t0 = b_now_s();
                 if (sw_lock_unlock(f->dev, &la, &f->h) != 0)
                     return;
-                lock_s[j] = now_s() - t0;
+                lock_s[j] = b_now_s() - t0;
             }
         }
         if (!(fio_bw > 0))
             return;
-        qsort(lock_s, SW_LOCKS_PER_ROUND, sizeof(double), cmp_double);
-        sw_round_ratio[si][sw_nrounds[si]++] = lock_s[SW_LOCKS_PER_ROUND / 2] / ((double)SW_SIZE / fio_bw);
+        sw_round_ratio[si][sw_nrounds[si]++] = b_median(lock_s, SW_LOCKS_PER_ROUND) / ((double)SW_SIZE / fio_bw);
     }
 }
 
@@ -891,11 +878,9 @@ double b_io_paired_ratio(const char *name, const char *ref, int *rounds, const c
             continue;
         double v[IO_MAX_PAIRS];
         memcpy(v, sw_round_ratio[si], sizeof(double) * (size_t)sw_nrounds[si]);
-        qsort(v, (size_t)sw_nrounds[si], sizeof(double), cmp_double);
-        int m = sw_nrounds[si];
-        *rounds = m;
+        *rounds = sw_nrounds[si];
         *why = NULL;
-        return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+        return b_median(v, sw_nrounds[si]);
     }
     if (sscanf(name, "io/%5[a-z]_qd%u/uring/%zu", dir, &qd, &bs) != 3)
         return NAN;
@@ -907,10 +892,9 @@ double b_io_paired_ratio(const char *name, const char *ref, int *rounds, const c
                 continue;
             double v[IO_MAX_PAIRS];
             memcpy(v, strcmp(ref, "fio") == 0 ? ff->vs_fio : ff->vs_threads, sizeof(double) * (size_t)ff->npairs);
-            qsort(v, (size_t)ff->npairs, sizeof(double), cmp_double);
             *rounds = ff->npairs;
             *why = NULL;
-            return ff->npairs % 2 ? v[ff->npairs / 2] : (v[ff->npairs / 2 - 1] + v[ff->npairs / 2]) / 2;
+            return b_median(v, ff->npairs);
         }
     return NAN;
 }

@@ -21,6 +21,7 @@
  * to the family it must agree with. */
 #include "b_common.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,11 @@
 /* Bytes after the box in the linear destination that a box deswizzle must leave alone. */
 #define SWZ_GUARD 4096u
 #define SWZ_GUARD_BYTE 0xa5
+/* Paired rounds (swz_pairs()): how many, and the least time one side of a round lasts. */
+#define SWZ_ROUNDS_QUICK 15
+#define SWZ_ROUNDS_FULL 31
+#define SWZ_MAX_ROUNDS SWZ_ROUNDS_FULL
+#define SWZ_ROUND_MIN_S 250e-6
 
 struct swz_family {
     const char *name;
@@ -98,6 +104,8 @@ struct swz_case {
     uint64_t tiled_bytes;              /* vidmm_surface_tiled_size(), the larger of the layout's
                                           and the partner's */
     int size_err;                      /* what vidmm_surface_tiled_size() returned */
+    int nrounds;                       /* paired rounds run (swz_pairs()), 0 before */
+    double round_ratio[SWZ_MAX_ROUNDS]; /* each round's memcpy time / the case's time */
 };
 
 static const char *backend_label(enum vidmm_backend b)
@@ -246,6 +254,82 @@ static int swz_check(const struct b_case *c, const struct swz_case *z, char *msg
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Paired rounds.
+ *
+ * This machine's memcpy of the same 4 MiB measures anywhere from 113 to 240 us from one minute
+ * to the next (other guests share the host's caches and memory), so a ratio between two cases
+ * timed a minute apart says as much about the host as about the code. The targets therefore
+ * read the median over rounds that time memcpy and the case back to back, the order alternating
+ * from round to round: each side a batch of calls lasting at least SWZ_ROUND_MIN_S, the round's
+ * ratio memcpy's time over the case's. memcpy moves the case's bytes between the case's own
+ * buffers - source to tiled surface for a swizzle, tiled surface to destination for a
+ * deswizzle - so the two sides touch the same pages; for a box, the box's bytes between the
+ * linear buffers, as the box's baseline case does (a box is scattered over its tiles, no
+ * memcpy touches the same lines).
+ * ------------------------------------------------------------------------------------------- */
+
+static void swz_pairs(const struct b_case *c, struct swz_case *z)
+{
+    const int want = b_env.mode == B_MODE_FULL ? SWZ_ROUNDS_FULL : SWZ_ROUNDS_QUICK;
+    unsigned char *mdst = z->whole && z->tile ? b_env.tiled : b_env.dst;
+    const unsigned char *msrc = z->whole && !z->tile ? b_env.tiled : b_env.src;
+    const size_t n = c->bytes;
+
+    if (z->nrounds > 0)
+        return;
+    double t0 = b_now_s();
+    if (swz_once(c, z) != 0)
+        return;
+    double one = b_now_s() - t0;
+    unsigned k = one >= SWZ_ROUND_MIN_S ? 1u : (unsigned)(SWZ_ROUND_MIN_S / (one > 1e-9 ? one : 1e-9)) + 1;
+    for (int r = 0; r < want; r++) {
+        double tm = 0, tc = 0;
+        int rc = 0;
+        for (int side = 0; side < 2; side++) {
+            t0 = b_now_s();
+            if ((side + r) % 2 == 0) {
+                for (unsigned i = 0; i < k; i++) {
+                    memcpy(mdst, msrc, n);
+                    b_clobber();
+                }
+                tm = b_now_s() - t0;
+            } else {
+                for (unsigned i = 0; i < k; i++) {
+                    rc |= swz_once(c, z);
+                    b_clobber();
+                }
+                tc = b_now_s() - t0;
+            }
+        }
+        if (rc != 0 || !(tc > 0)) {
+            z->nrounds = 0; /* no figure rather than a partial one */
+            return;
+        }
+        z->round_ratio[z->nrounds++] = tm / tc;
+    }
+}
+
+/* The median over case 'name''s paired rounds of memcpy's time over the case's, or NAN with
+ * '*why'; '*rounds' says how many (b_report.c, the issue-3 targets). */
+double b_swz_paired_ratio(const char *name, int *rounds, const char **why)
+{
+    int idx = b_case_find(name);
+    const struct b_case *c = idx < 0 ? NULL : b_case_at((size_t)idx);
+    *rounds = 0;
+    *why = "no paired rounds (the case did not run or failed)";
+    if (c == NULL || c->body != b_swizzle_body)
+        return NAN;
+    const struct swz_case *z = c->spec;
+    if (z->nrounds == 0)
+        return NAN;
+    double v[SWZ_MAX_ROUNDS];
+    memcpy(v, z->round_ratio, sizeof(double) * (size_t)z->nrounds);
+    *rounds = z->nrounds;
+    *why = NULL;
+    return b_median(v, z->nrounds);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The body.
  * ------------------------------------------------------------------------------------------- */
 
@@ -317,8 +401,12 @@ void b_swizzle_body(vbench_state *st, const void *arg)
     case B_CALL_DESWIZZLE_SURFACE: B_TIMED(st, rc, vidmm_deswizzle_surface(L, S, t, tn, d, ln)); break;
     default: vbench_fail(st, "not a swizzle case"); return;
     }
-    if (rc != 0)
+    if (rc != 0) {
         vbench_fail(st, "a timed call returned an error");
+        return;
+    }
+    if (c->backend_id == VIDMM_BACKEND_AUTO)
+        swz_pairs(c, (struct swz_case *)z); /* c->spec is the case's own calloc()ed description */
 }
 
 /* ---------------------------------------------------------------------------------------------
