@@ -671,6 +671,9 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
         if ((first & 63) != 0)
             return false;
         for (unsigned g = 0; g < ntile; g++) {
+            /* The kernels add tbase[g] (no XOR to carry into), but a base off the tables' span
+             * would leave that tile's lines unaligned for the aligned loads of the untiling
+             * kernels: refused. */
             const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx0 + g, ty, tz) - first;
             if (d >= (1ull << 31) || (d & t->span_mask) != 0)
                 return false;

@@ -84,7 +84,8 @@ struct ur_ring {
     uint32_t nfree;
     struct vmio_list pend;      /* taken from the queue, not yet wholly handed out */
     uint32_t ios;               /* data I/Os in the kernel */
-    uint32_t staged;            /* bytes copied in or out since the last submission */
+    uint32_t staged;            /* bytes copied in or out, or checksummed in place (unstaged
+                                   writes), since the last submission */
 };
 
 struct ur_state {
@@ -277,8 +278,8 @@ static void prep_io(struct ur_ring *r, uint32_t si)
     io_uring_sqe_set_data64(sqe, si);
 }
 
-/* submit_early() hands the prepared SQEs to the kernel once EARLY_SUBMIT_BYTES of copying
- * have been done since the last submission. */
+/* submit_early() hands the prepared SQEs to the kernel once EARLY_SUBMIT_BYTES have been
+ * copied or checksummed since the last submission: either pass delays the disk alike. */
 static void submit_early(struct ur_ring *r)
 {
     if (r->staged >= EARLY_SUBMIT_BYTES && io_uring_sq_ready(&r->ring) > 0) {
