@@ -197,7 +197,14 @@ struct vidmm_device_desc {
                                            thread runs them */
     uint32_t swizzling_ranges;          /* DXGK_DRIVERCAPS.NumberOfSwizzlingRanges, 0..64 */
     uint64_t aperture_commit_limit;     /* DXGK_DRIVERCAPS.ApertureSegmentCommitLimit; 0: none */
-    uint64_t sysmem_budget;             /* bytes of backing stores kept in memory; 0: no limit */
+    /* sysmem_budget: bytes of backing stores kept in memory (0: no limit). It counts every
+     * backing store the engine holds in memory (vidmm_stats.sysmem_used): content evicted to
+     * system memory, PermanentSysMem copies (also while resident), and stale copies of
+     * allocations now in a memory segment. Not counted: segments, EXISTING_* caller memory,
+     * swizzling-range views. After every call, stale copies are released first (no I/O needed),
+     * then with a disk tier the coldest stores are written out; stores that are locked, busy,
+     * pinned or mapped by an alternate VA stay, so the budget can be exceeded while they do. */
+    uint64_t sysmem_budget;
     uint64_t sysmem_reserve;            /* address space for backing stores; 0: 64 GiB */
     uint32_t paging_log_capacity;       /* records kept by the paging log; 0: 65536 */
     uint32_t memory_tier;               /* best enum vidmm_memory_tier to try; 0: all */
@@ -209,9 +216,16 @@ struct vidmm_device_desc {
     uint32_t io_backend;                /* enum vidmm_io_backend; the environment's
                                            VIDMM_IO_BACKEND=uring|threads|sync overrides AUTO */
     uint32_t io_queue_depth;            /* requests in flight per ring; 0: 32 */
+    /* How long a call without a DONOT_WAIT flag waits for the GPU (a submission fence it needs
+     * signalled) before it gives up with VIDMM_E_TIMEOUT; 0 (the default): it waits as long as
+     * it takes, as WDDM does. A lock, eviction or make-resident that times out changed nothing;
+     * a submission or make-resident that timed out after queueing paging that waits for the GPU
+     * leaves that paging queued (it completes once the GPU signals; no fence was issued). A
+     * descriptor whose 'size' ends before this field (an older caller) reads it as 0. */
+    uint64_t wait_timeout_ns;
 };
 #define VIDMM_DEVICE_DESC_INIT { sizeof(struct vidmm_device_desc), NULL, 0, 0, 1, 0, 0, 0, 0, 0, 0, NULL, \
-                                 NULL, 0, 0, 0 }
+                                 NULL, 0, 0, 0, 0 }
 
 /* How the disk tier moves bytes. */
 enum vidmm_io_backend {

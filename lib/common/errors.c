@@ -36,7 +36,10 @@ static const struct err_row err_rows[] = {
                 0x80070057u /* E_INVALIDARG: the runtime rejects the submission */ },
     /* -13 */ { "paging operation failed", 0xC01E0106u /* STATUS_GRAPHICS_ALLOCATION_INVALID */,
                 0x88760870u /* D3DDDIERR_DEVICEREMOVED: a failed paging operation removes the device */ },
-    /* -14 */ { "wait timed out", 0x00000102u /* STATUS_TIMEOUT */,
+    /* -14: STATUS_TIMEOUT (0x102) is a success code, which a caller testing NT_SUCCESS() would take
+     * for a completed wait; a timed-out engine call failed and changed nothing, so it maps to a
+     * failure status. */
+    /* -14 */ { "wait timed out", 0xC00000B5u /* STATUS_IO_TIMEOUT */,
                 0x800705B4u /* HRESULT_FROM_WIN32(ERROR_TIMEOUT) */ },
 };
 

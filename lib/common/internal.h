@@ -37,6 +37,13 @@ void vidmm_log(enum vidmm_log_level level, const char *fmt, ...) VIDMM_PRINTF(2,
  * skip building expensive messages. */
 bool vidmm_log_enabled(enum vidmm_log_level level);
 
+/* vidmm_refuse() is how a call refuses bad input: it logs one line at VIDMM_LOG_DEBUG naming
+ * the call, the field and the rule broken, with the section of shared/spec/wddm-vidmm.md (or
+ * another source) that states it - "vidmm_lock: flags: READ_ONLY with WRITE_ONLY (spec 6.3
+ * rule 1)" - and returns VIDMM_E_INVALID_ARG. 'spec' is a section ("15.2") or a short source
+ * ("device.h"). */
+int vidmm_refuse(const char *call, const char *field, const char *rule, const char *spec);
+
 /* vidmm_parse_size() parses "123", "64K", "4M", "1G" (powers of 1024) into '*out'.
  * Returns 0 or VIDMM_E_INVALID_ARG. */
 int vidmm_parse_size(const char *s, unsigned long long *out);

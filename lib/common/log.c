@@ -74,3 +74,10 @@ void vidmm_log(enum vidmm_log_level level, const char *fmt, ...)
     static const char *const names[] = { "error", "warning", "info", "debug" };
     fprintf(stderr, "vidmm: %s: %s\n", names[(unsigned)level & 3u], buf);
 }
+
+int vidmm_refuse(const char *call, const char *field, const char *rule, const char *spec)
+{
+    if (vidmm_log_enabled(VIDMM_LOG_DEBUG))
+        vidmm_log(VIDMM_LOG_DEBUG, "%s: %s: %s (spec %s)", call, field, rule, spec);
+    return VIDMM_E_INVALID_ARG;
+}

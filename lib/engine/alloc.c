@@ -22,88 +22,166 @@ static uint32_t segments_with(const vidmm_device *dev, uint32_t flags)
     return m;
 }
 
-static int check_flags(uint32_t f, uint32_t kind)
+#define REFUSE(field, rule, spec) vidmm_refuse("vidmm_alloc_create", field, rule, spec)
+
+static int check_flags(const vidmm_device *dev, uint32_t f, uint32_t kind)
 {
     const uint32_t existing = VIDMM_ALLOC_EXISTING_SYSMEM | VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM;
     if (f & VIDMM_ALLOC_RESERVED_MASK)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "reserved bits set", "4.1");
     if (kind & ~(VIDMM_ALLOC_KIND_PRIMARY | VIDMM_ALLOC_KIND_SHARED))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("kind", "unknown bits", "device.h");
     /* Cached, PermanentSysMem and HistoryBuffer require CpuVisible. */
     if ((f & (VIDMM_ALLOC_CACHED | VIDMM_ALLOC_PERMANENT_SYSMEM | VIDMM_ALLOC_HISTORY_BUFFER)) &&
         !(f & VIDMM_ALLOC_CPU_VISIBLE))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "CACHED, PERMANENT_SYSMEM or HISTORY_BUFFER without CPU_VISIBLE", "4.1");
     /* Protected, PermanentSysMem, ExistingSysMem, ExistingKernelSysMem: at most one. */
     const uint32_t excl = VIDMM_ALLOC_PROTECTED | VIDMM_ALLOC_PERMANENT_SYSMEM | existing;
     if (__builtin_popcount(f & excl) > 1)
-        return VIDMM_E_INVALID_ARG;
-    /* HistoryBuffer: every other flag 0 but CpuVisible (required) and Cached. */
+        return REFUSE("flags", "more than one of PROTECTED, PERMANENT_SYSMEM, EXISTING_SYSMEM, "
+                               "EXISTING_KERNEL_SYSMEM", "4.1");
+    /* HistoryBuffer: every other flag 0 but CpuVisible (required) and Cached - which it must
+     * carry when the adapter has cache-coherent aperture segments. */
     if ((f & VIDMM_ALLOC_HISTORY_BUFFER) &&
         (f & ~(VIDMM_ALLOC_HISTORY_BUFFER | VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_CACHED)))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "HISTORY_BUFFER with flags other than CPU_VISIBLE and CACHED", "4.1");
+    if ((f & VIDMM_ALLOC_HISTORY_BUFFER) && !(f & VIDMM_ALLOC_CACHED)) {
+        for (uint32_t i = 0; i < dev->nseg; i++)
+            if (dev->seg[i].aperture && (dev->seg[i].flags & VIDMM_SEGMENT_CACHE_COHERENT))
+                return REFUSE("flags", "HISTORY_BUFFER without CACHED on an adapter with a cache-coherent "
+                                       "aperture segment", "4.1");
+    }
     if ((f & VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION) && !(f & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "EXPLICIT_RESIDENCY_NOTIFICATION without ACCESSED_PHYSICALLY", "4.1");
     /* UseAlternateVA only on the primary ("any other allocation with it is not created"). */
     if ((f & VIDMM_ALLOC_USE_ALTERNATE_VA) && !(kind & VIDMM_ALLOC_KIND_PRIMARY))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "USE_ALTERNATE_VA on an allocation that is not the primary", "4.1");
     /* Not on the primary: PermanentSysMem, Cached, Protected, Existing*. */
     if ((kind & VIDMM_ALLOC_KIND_PRIMARY) &&
         (f & (VIDMM_ALLOC_PERMANENT_SYSMEM | VIDMM_ALLOC_CACHED | VIDMM_ALLOC_PROTECTED | existing)))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "PERMANENT_SYSMEM, CACHED, PROTECTED or EXISTING_* on the primary", "4.1");
     return 0;
+}
+
+/* The bytes 'd' takes in segment 's' (PitchAlignment segments: PitchAlignedSize, spec 10). */
+static uint64_t space_of(const struct vm_segment *s, const struct vidmm_alloc_desc *d, uint64_t size)
+{
+    return (s->flags & VIDMM_SEGMENT_PITCH_ALIGNMENT) ? vm_round_up(d->pitch_aligned_size, VIDMM_PAGE_SIZE) : size;
+}
+
+/* could_ever_fit(): some segment of 'set' could hold 'd' were it empty: its size (the top 20 %
+ * for Overlay / Capture), and for an aperture its CommitLimit and the adapter's
+ * ApertureSegmentCommitLimit (spec 15.3). Caller memory never goes to an aperture here. */
+static bool could_ever_fit(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t size, uint32_t set)
+{
+    const bool pinned = (d->flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
+    for (uint32_t i = 0; i < dev->nseg; i++) {
+        const struct vm_segment *s = &dev->seg[i];
+        if (!(set & (1u << i)))
+            continue;
+        const uint64_t len = space_of(s, d, size);
+        uint64_t room = s->size;
+        if (pinned)
+            room = s->size - vm_round_up(s->size - s->size / 5, VIDMM_PAGE_SIZE);
+        if (s->aperture) {
+            if (d->existing_memory)
+                continue;
+            if (s->commit_limit < room)
+                room = s->commit_limit;
+            if (dev->aperture_commit_limit && dev->aperture_commit_limit < room)
+                room = dev->aperture_commit_limit;
+        }
+        if (len <= room)
+            return true;
+    }
+    return false;
 }
 
 static int check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t *rounded)
 {
     if (d->size == 0 || d->size > (UINT64_MAX >> 1))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("size", "0 or beyond 2^63", "15.2");
     const uint64_t size = vm_round_up(d->size, VIDMM_PAGE_SIZE);
     if (d->priority == 0)
-        return VIDMM_E_INVALID_ARG;
-    int err = check_flags(d->flags, d->kind);
+        return REFUSE("priority", "0", "15.2");
+    int err = check_flags(dev, d->flags, d->kind);
     if (err)
         return err;
     const uint32_t supported = d->supported_read_set | d->supported_write_set;
-    if (supported == 0 || (supported & ~all_segments(dev)) || (d->eviction_set & ~all_segments(dev)))
-        return VIDMM_E_INVALID_ARG;
+    if (supported == 0)
+        return REFUSE("supported_read_set", "read and write sets both empty", "15.2");
+    if (supported & ~all_segments(dev))
+        return REFUSE("supported_read_set", "names a segment the device does not have", "15.2");
+    if (d->eviction_set & ~all_segments(dev))
+        return REFUSE("eviction_set", "names a segment the device does not have", "15.2");
     if (d->alignment & (d->alignment - 1))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("alignment", "not 0 or a power of two", "15.2");
     if ((supported & segments_with(dev, VIDMM_SEGMENT_USE_64KB_PAGES)) && (d->alignment == 0 || d->alignment % 65536))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("alignment", "not a multiple of 64 KB with a USE_64KB_PAGES segment supported", "15.2");
     if (d->pitch_aligned_size != 0 && d->pitch_aligned_size < d->size)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("pitch_aligned_size", "below size", "15.2");
+    if (d->pitch_aligned_size > (UINT64_MAX >> 1))
+        return REFUSE("pitch_aligned_size", "beyond 2^63 (would wrap when rounded to the page)", "15.2");
     if ((supported & segments_with(dev, VIDMM_SEGMENT_PITCH_ALIGNMENT)) && d->pitch_aligned_size == 0)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("pitch_aligned_size", "0 with a PITCH_ALIGNMENT segment supported", "15.2");
     /* PreferredSegment: IDs in the supported set, 0 ends the list, reserved bits 0. */
     if (d->preferred_segment & 0xC0000000u)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("preferred_segment", "reserved bits set", "3.1");
     for (int k = 0; k < 5; k++) {
         uint32_t id = (d->preferred_segment >> (6 * k)) & 0x1F;
         if (id == 0)
             break;
         if (!(supported & (1u << (id - 1))))
-            return VIDMM_E_INVALID_ARG;
+            return REFUSE("preferred_segment", "a SegmentId outside the supported set", "15.2");
     }
     /* EvictionSegmentSet: aperture segments only, never PitchAlignment ones. */
     const uint32_t apertures = segments_with(dev, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP);
     if ((d->eviction_set & ~apertures) || (d->eviction_set & segments_with(dev, VIDMM_SEGMENT_PITCH_ALIGNMENT)))
-        return VIDMM_E_INVALID_ARG;
-    /* Existing memory: with its flag only, page-aligned. */
+        return REFUSE("eviction_set", "a segment that is not an aperture, or a PITCH_ALIGNMENT one", "15.2");
+    /* Existing memory: with its flag only; pointer and size page-aligned (spec 4.1: "page-aligned,
+     * page-multiple size"), so that no page of it is shared with memory the caller did not give. */
     const bool existing = (d->flags & (VIDMM_ALLOC_EXISTING_SYSMEM | VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM)) != 0;
     if (existing != (d->existing_memory != NULL))
-        return VIDMM_E_INVALID_ARG;
-    if (existing && ((uintptr_t)d->existing_memory % VIDMM_PAGE_SIZE ||
-                     (uintptr_t)d->existing_memory + size < (uintptr_t)d->existing_memory))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("existing_memory", existing ? "NULL with EXISTING_*" : "set without EXISTING_*", "15.2");
+    if (existing && (uintptr_t)d->existing_memory % VIDMM_PAGE_SIZE)
+        return REFUSE("existing_memory", "not page-aligned", "15.2");
+    if (existing && d->size % VIDMM_PAGE_SIZE)
+        return REFUSE("size", "not a multiple of the page size with EXISTING_*", "15.2");
+    if (existing && (uintptr_t)d->existing_memory + size < (uintptr_t)d->existing_memory)
+        return REFUSE("existing_memory", "pointer + size wraps", "15.2");
     /* Swizzled: a layout and a surface that fit; neither without the flag. */
     const bool swz = (d->flags & VIDMM_ALLOC_SWIZZLED) != 0;
     if (swz != (d->layout != NULL) || swz != (d->surface != NULL))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("layout", swz ? "SWIZZLED without a layout and a surface" : "a layout or surface without SWIZZLED",
+                      "device.h");
     if (swz) {
         uint64_t tiled, linear;
         if (vidmm_surface_tiled_size(d->layout, d->surface, &tiled) != 0 ||
-            vidmm_surface_linear_size(d->layout, d->surface, &linear) != 0 || tiled > size)
-            return VIDMM_E_INVALID_ARG;
+            vidmm_surface_linear_size(d->layout, d->surface, &linear) != 0)
+            return REFUSE("layout", "the layout or surface is invalid", "tiling.md");
+        if (tiled > size)
+            return REFUSE("size", "smaller than the tiled surface", "device.h");
+    }
+    /* Caller memory cannot be mapped into an aperture window here (it is not the engine's
+     * memfd): a set of apertures only could never hold it. Refused now rather than failing
+     * every placement later. */
+    const uint32_t mem = all_segments(dev) & ~apertures;
+    if (existing && (!(supported & mem) || (d->supported_read_set && !(d->supported_read_set & mem)) ||
+                     (d->supported_write_set && !(d->supported_write_set & mem)))) {
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_alloc_create: supported sets: EXISTING_* memory needs a memory segment in "
+                                   "each set: caller memory cannot be mapped into an aperture (README)");
+        return VIDMM_E_UNSUPPORTED;
+    }
+    /* Sizes that could never be placed, or never get a backing store, fail now (and fast). */
+    if (!could_ever_fit(dev, d, size, supported)) {
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_alloc_create: size: %llu bytes exceed every supported segment",
+                  (unsigned long long)size);
+        return VIDMM_E_NO_VIDEO_MEMORY;
+    }
+    if (!existing && size > dev->arena_space.size) {
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_alloc_create: size: %llu bytes exceed the system-memory reservation",
+                  (unsigned long long)size);
+        return VIDMM_E_NO_MEMORY;
     }
     *rounded = size;
     return 0;
@@ -221,7 +299,7 @@ int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a)
     return 0;
 }
 
-static void backing_free(vidmm_device *dev, struct vm_alloc *a)
+void vm_backing_release(vidmm_device *dev, struct vm_alloc *a)
 {
     if (!a->has_backing || a->g->desc.existing_memory)
         return;
@@ -233,6 +311,27 @@ static void backing_free(vidmm_device *dev, struct vm_alloc *a)
     a->backing = NULL;
 }
 
+/* A backing store is stale when the content lives in a memory segment and the store is only an
+ * old copy (page_into_memory() marks it so): nothing reads it until the next eviction, which
+ * rewrites it whole, so its memory can go back at once - cheaper than any write-out. Not while
+ * paging still reads it, a disk write-out holds it, an alternate VA maps it, or a call holds it. */
+void vm_release_stale_backing(vidmm_device *dev)
+{
+    for (uint32_t i = 0; i < dev->nseg && dev->sysmem_used > dev->budget; i++) {
+        struct vm_segment *s = &dev->seg[i];
+        if (s->aperture)
+            continue;
+        for (uint32_t bi = 0; bi < s->nbuckets && dev->sysmem_used > dev->budget; bi++) {
+            for (struct vm_alloc *a = s->buckets[bi].head; a && dev->sysmem_used > dev->budget; a = a->res_next) {
+                if (a->where == VIDMM_WHERE_SEGMENT && a->has_backing && !a->backing_valid &&
+                    !a->g->desc.existing_memory && a->swap == VM_SWAP_NONE && !a->altva && !a->hold &&
+                    a->paging_fence <= dev->paging_done)
+                    vm_backing_release(dev, a);
+            }
+        }
+    }
+}
+
 void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
 {
     vm_swap_forget(dev, a);
@@ -240,7 +339,7 @@ void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
     vm_range_release_alloc(dev, a);
     vm_unplace(dev, a);
     vm_sysmem_unlist(dev, a); /* after vm_unplace(), which may list it */
-    backing_free(dev, a);
+    vm_backing_release(dev, a);
     if (a->altva)
         vmos_view_unmap(a->altva, a->altva_len);
     free(a->dirty_pages);
@@ -254,7 +353,8 @@ void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
 int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out)
 {
     if (!dev || !desc || !out || desc->size_of < sizeof *desc)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE(!dev ? "dev" : !desc ? "desc" : !out ? "out" : "desc->size_of", "NULL, or size_of too small",
+                      "device.h");
     pthread_mutex_lock(&dev->mu);
     int err;
     uint64_t size = 0;
@@ -283,9 +383,14 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
             g->equation = *desc->layout->equation;
             g->layout.equation = &g->equation;
         }
-        uint64_t lin = 0;
+        uint64_t lin = 0, tiled = 0;
         vidmm_surface_linear_size(&g->layout, &g->surface, &lin);
+        vidmm_surface_tiled_size(&g->layout, &g->surface, &tiled);
         g->linear_size = lin;
+        g->tiled_size = tiled;
+        /* Every tiled byte belongs to one element exactly when both forms have the same size:
+         * otherwise tiling a page-in leaves padding bytes to be cleared (paging.c). */
+        g->swz_padded = tiled != lin;
     }
     struct vm_alloc *a = vm_instance_new(dev, g);
     if (!a) {
@@ -295,15 +400,9 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
         goto out;
     }
     a->pinned = (desc->flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
-    if (desc->flags & VIDMM_ALLOC_PERMANENT_SYSMEM) {
-        /* PermanentSysMem keeps its system-memory copy for life, valid from the start. */
-        if ((err = vm_materialize(dev, a)) != 0) {
-            vm_instance_free(dev, a);
-            free(g->inst);
-            free(g);
-            goto out;
-        }
-    }
+    /* PermanentSysMem keeps its system-memory copy for life, but that copy is committed (and
+     * filled with the pattern) only when first needed - a lock, a placement or a GPU write
+     * (vm_materialize()) - not here, under the device mutex, for bytes nobody may ever touch. */
     *out = a->handle;
 out:
     vm_unlock_and_page(dev);
@@ -313,12 +412,12 @@ out:
 int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
     struct vm_alloc *a = vm_lookup(dev, h);
     if (!a) {
         pthread_mutex_unlock(&dev->mu);
-        return VIDMM_E_INVALID_ARG;
+        return vm_refuse_handle(__func__, h);
     }
     struct vm_group *g = a->g;
     /* Paging already queued for any instance must finish before its memory is reused. */
@@ -339,7 +438,7 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
             pthread_cond_wait(&dev->io_cv, &dev->mu); /* disk I/O of it finishes first */
             if (vm_lookup(dev, h) != a) {
                 pthread_mutex_unlock(&dev->mu);
-                return VIDMM_E_INVALID_ARG;
+                return vm_refuse_handle(__func__, h);
             }
             continue;
         }
@@ -352,7 +451,7 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
             vm_wait_paging_locked(dev, last);
         if (vm_lookup(dev, h) != a) { /* destroyed meanwhile by another thread */
             pthread_mutex_unlock(&dev->mu);
-            return VIDMM_E_INVALID_ARG;
+            return vm_refuse_handle(__func__, h);
         }
     }
     int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
@@ -367,7 +466,7 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
 int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info *info)
 {
     if (!dev || !info || info->size_of < sizeof *info)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : "info", "NULL, or size_of too small", "device.h");
     int err;
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err) {
@@ -399,7 +498,7 @@ int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info
 int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uint32_t *priorities, uint32_t count)
 {
     if (!dev || !handles || !priorities || count == 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : !count ? "count" : "handles", "NULL, or count 0", "device.h");
     pthread_mutex_lock(&dev->mu);
     int err = vm_check_handles(dev, handles, count);
     /* Applied at once, to every instance (they share the group), spec 5 / 15.19. */

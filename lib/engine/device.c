@@ -2,6 +2,7 @@
 /* lib/engine/device.c - devices: segment-table validation (spec 15.1), creation and
  * destruction, removal (15.27), handles, fences, statistics and the paging log. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,66 +14,87 @@
 /* ---------------------------------------------------------------------------------------------
  * Segment table validation (spec 2.3 and 15.1).
  * ------------------------------------------------------------------------------------------- */
+#define REFUSE(field, rule, spec) vidmm_refuse("vidmm_device_create", field, rule, spec)
+
 static int check_segment(const struct vidmm_segment_desc *s)
 {
     const uint32_t f = s->flags;
     const bool aperture = (f & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP)) != 0;
     if (f & VIDMM_SEGMENT_RESERVED_MASK)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "reserved bits set", "2.3");
     if (f & VIDMM_SEGMENT_RESERVED_SYSMEM) /* "system use; driver must not set" */
-        return VIDMM_E_INVALID_ARG;
-    if (s->size == 0 || s->size % VIDMM_PAGE_SIZE || s->commit_limit % VIDMM_PAGE_SIZE)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "RESERVED_SYSMEM is for system use", "2.3");
+    if (s->size == 0 || s->size % VIDMM_PAGE_SIZE)
+        return REFUSE("segments[].size", "0 or not a multiple of the page size", "15.1");
+    if (s->commit_limit % VIDMM_PAGE_SIZE)
+        return REFUSE("segments[].commit_limit", "not a multiple of the page size", "15.1");
     if (s->base_address + s->size < s->base_address)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].base_address", "base_address + size wraps", "2.1");
     if (aperture ? (s->commit_limit == 0 || s->commit_limit > s->size) : s->commit_limit != s->size)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].commit_limit", aperture ? "0 or above the aperture's size" : "differs from a memory segment's size",
+                      "15.1");
     if ((f & VIDMM_SEGMENT_AGP) && f != VIDMM_SEGMENT_AGP) /* Agp must be the only flag */
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "AGP with another flag", "15.1");
     if ((f & VIDMM_SEGMENT_CACHE_COHERENT) && !(f & VIDMM_SEGMENT_APERTURE))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "CACHE_COHERENT without APERTURE", "15.1");
     if ((f & VIDMM_SEGMENT_POPULATED_FROM_SYSMEM) && aperture)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "POPULATED_FROM_SYSMEM on an aperture", "15.1");
     const uint32_t hib = VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE | VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE;
     if ((f & hib) && !(f & VIDMM_SEGMENT_PRESERVED_DURING_STANDBY))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "a hibernate flag without PRESERVED_DURING_STANDBY", "15.1");
     if ((f & hib) == hib) /* 111 and 011 are not among the valid combinations */
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "both hibernate flags", "15.1");
     if ((f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE) && (f & VIDMM_SEGMENT_CPU_VISIBLE))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "SUPPORTS_CPU_HOST_APERTURE with CPU_VISIBLE", "15.1");
     if ((f & VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE) && !(f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].flags", "SUPPORTS_CACHED_CPU_HOST_APERTURE without SUPPORTS_CPU_HOST_APERTURE",
+                      "15.1");
     if (f & VIDMM_SEGMENT_USE_BANKING) {
         if (s->bank_count == 0 || s->bank_count > VIDMM_MAX_BANKS)
-            return VIDMM_E_INVALID_ARG;
+            return REFUSE("segments[].bank_count", "not in 1..127", "15.1");
         if (s->bank_count > 1 && !s->bank_ends)
-            return VIDMM_E_INVALID_ARG;
+            return REFUSE("segments[].bank_ends", "NULL with several banks", "2.1");
         uint64_t prev = 0;
         for (uint32_t i = 0; i + 1 < s->bank_count; i++) {
             uint64_t e = s->bank_ends[i];
             if (e <= prev || e >= s->size) /* strictly increasing, inside the segment */
-                return VIDMM_E_INVALID_ARG;
+                return REFUSE("segments[].bank_ends", "not strictly increasing below the size", "15.1");
             prev = e;
         }
     } else if (s->bank_count != 0 || s->bank_ends) {
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("segments[].bank_count", "banks without USE_BANKING", "15.1");
     }
     return 0;
 }
 
+/* The descriptor's size up to the end of 'field': an older caller's shorter descriptor ends
+ * before the fields added since, which then read as 0. Sizes accepted: the current one (or
+ * more), and exactly that of the descriptor before wait_timeout_ns was added. */
+#define DESC_HAS(d, field) ((d)->size >= offsetof(struct vidmm_device_desc, field) + sizeof((d)->field))
+#define DESC_SIZE_0_1 offsetof(struct vidmm_device_desc, wait_timeout_ns)
+
 static int check_desc(const struct vidmm_device_desc *d)
 {
-    if (!d || d->size < sizeof *d || !d->segments || d->segment_count == 0 ||
-        d->segment_count > VIDMM_MAX_SEGMENTS)
-        return VIDMM_E_INVALID_ARG;
+    if (!d)
+        return REFUSE("desc", "NULL", "device.h");
+    if (d->size < sizeof *d && d->size != DESC_SIZE_0_1)
+        return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
+    if (!d->segments || d->segment_count == 0 || d->segment_count > VIDMM_MAX_SEGMENTS)
+        return REFUSE("segment_count", "no segment table, or not in 1..31", "15.1");
     if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING))
-        return VIDMM_E_INVALID_ARG;
-    if (d->paging_threads > VM_MAX_THREADS || d->swizzling_ranges > VM_MAX_RANGES ||
-        d->memory_tier > VIDMM_TIER_BASE)
-        return VIDMM_E_INVALID_ARG;
-    if (d->aperture_commit_limit % VIDMM_PAGE_SIZE || d->sysmem_reserve % VIDMM_PAGE_SIZE ||
-        d->sysmem_budget % VIDMM_PAGE_SIZE)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "unknown bits", "device.h");
+    if (d->paging_threads > VM_MAX_THREADS)
+        return REFUSE("paging_threads", "above 64", "device.h");
+    if (d->swizzling_ranges > VM_MAX_RANGES)
+        return REFUSE("swizzling_ranges", "above 64", "device.h");
+    if (d->memory_tier > VIDMM_TIER_BASE)
+        return REFUSE("memory_tier", "unknown tier", "device.h");
+    if (d->aperture_commit_limit % VIDMM_PAGE_SIZE)
+        return REFUSE("aperture_commit_limit", "not a multiple of the page size", "15.1");
+    if (d->sysmem_reserve % VIDMM_PAGE_SIZE)
+        return REFUSE("sysmem_reserve", "not a multiple of the page size", "device.h");
+    if (d->sysmem_budget % VIDMM_PAGE_SIZE)
+        return REFUSE("sysmem_budget", "not a multiple of the page size", "device.h");
     unsigned agp = 0;
     for (uint32_t i = 0; i < d->segment_count; i++) {
         int err = check_segment(&d->segments[i]);
@@ -80,7 +102,7 @@ static int check_desc(const struct vidmm_device_desc *d)
             return err;
         agp += (d->segments[i].flags & VIDMM_SEGMENT_AGP) != 0;
     }
-    return agp > 1 ? VIDMM_E_INVALID_ARG : 0; /* only one AGP segment */
+    return agp > 1 ? REFUSE("segments[].flags", "more than one AGP segment", "15.1") : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -163,7 +185,7 @@ static void device_free(vidmm_device *dev)
 int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out)
 {
     if (!out)
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("out", "NULL", "device.h");
     int err = check_desc(desc);
     if (err)
         return err;
@@ -176,6 +198,7 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     pthread_cond_init(&dev->io_cv, NULL);
     pthread_mutex_init(&dev->range_cb_mu, NULL);
     dev->flags = desc->flags;
+    dev->wait_timeout_ns = DESC_HAS(desc, wait_timeout_ns) ? desc->wait_timeout_ns : 0;
     dev->aperture_commit_limit = desc->aperture_commit_limit;
     if (desc->driver) {
         dev->drv = *desc->driver;
@@ -244,7 +267,7 @@ void vidmm_device_destroy(vidmm_device *dev)
 int vidmm_device_remove(vidmm_device *dev)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
     if (dev->removed) {
         pthread_mutex_unlock(&dev->mu);
@@ -323,22 +346,29 @@ void vm_handle_free(vidmm_device *dev, vidmm_handle h)
     dev->live--;
 }
 
-struct vm_alloc *vm_enter(vidmm_device *dev, vidmm_handle h, int *err)
+struct vm_alloc *vm_enter_(vidmm_device *dev, vidmm_handle h, int *err, const char *call)
 {
     pthread_mutex_lock(&dev->mu);
     struct vm_alloc *a = vm_lookup(dev, h);
-    *err = dev->removed ? VIDMM_E_DEVICE_REMOVED : a ? 0 : VIDMM_E_INVALID_ARG;
+    *err = dev->removed ? VIDMM_E_DEVICE_REMOVED : a ? 0 : vm_refuse_handle(call, h);
     return *err ? NULL : a;
 }
 
-int vm_check_handles(vidmm_device *dev, const vidmm_handle *h, uint32_t n)
+int vm_check_handles_(vidmm_device *dev, const vidmm_handle *h, uint32_t n, const char *call)
 {
     if (dev->removed)
         return VIDMM_E_DEVICE_REMOVED;
     for (uint32_t i = 0; i < n; i++)
         if (!vm_lookup(dev, h[i]))
-            return VIDMM_E_INVALID_ARG;
+            return vm_refuse_handle(call, h[i]);
     return 0;
+}
+
+int vm_refuse_handle(const char *call, vidmm_handle h)
+{
+    if (vidmm_log_enabled(VIDMM_LOG_DEBUG))
+        vidmm_log(VIDMM_LOG_DEBUG, "%s: handle: 0x%x names no live allocation (spec 15.11)", call, h);
+    return VIDMM_E_INVALID_ARG;
 }
 
 void vm_deadline(uint64_t timeout_ns, struct timespec *dl)
@@ -354,22 +384,33 @@ void vm_deadline(uint64_t timeout_ns, struct timespec *dl)
 /* ---------------------------------------------------------------------------------------------
  * Submission fences.
  * ------------------------------------------------------------------------------------------- */
-void vm_wait_fence(vidmm_device *dev, uint64_t fence)
+bool vm_deadline_for(const vidmm_device *dev, struct timespec *dl)
 {
-    while (dev->fence_done < fence && !dev->removed)
-        pthread_cond_wait(&dev->fence_cv, &dev->mu);
+    if (!dev->wait_timeout_ns)
+        return false;
+    vm_deadline(dev->wait_timeout_ns, dl);
+    return true;
+}
+
+int vm_cond_wait(vidmm_device *dev, pthread_cond_t *cv, const struct timespec *dl)
+{
+    if (!dl) {
+        pthread_cond_wait(cv, &dev->mu);
+        return 0;
+    }
+    return pthread_cond_timedwait(cv, &dev->mu, dl) == ETIMEDOUT ? VIDMM_E_TIMEOUT : 0;
 }
 
 int vidmm_fence_signal(vidmm_device *dev, uint64_t fence)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
     int err = 0;
     if (dev->removed)
         err = VIDMM_E_DEVICE_REMOVED;
     else if (fence > dev->fence_issued)
-        err = VIDMM_E_INVALID_ARG;
+        err = vidmm_refuse(__func__, "fence", "never issued", "device.h");
     else if (fence > dev->fence_done) {
         dev->fence_done = fence;
         pthread_cond_broadcast(&dev->fence_cv);
@@ -391,13 +432,13 @@ uint64_t vidmm_fence_completed(vidmm_device *dev)
 int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     struct timespec dl;
     vm_deadline(timeout_ns, &dl);
     pthread_mutex_lock(&dev->mu);
     int err = 0;
     if (fence > dev->fence_issued)
-        err = VIDMM_E_INVALID_ARG;
+        err = vidmm_refuse(__func__, "fence", "never issued", "device.h");
     while (!err && dev->fence_done < fence) {
         if (dev->removed) {
             err = VIDMM_E_DEVICE_REMOVED;
@@ -422,7 +463,7 @@ int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
 int vidmm_get_stats(vidmm_device *dev, struct vidmm_stats *out)
 {
     if (!dev || !out || out->size_of < sizeof *out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : "out", "NULL, or size_of too small", "device.h");
     pthread_mutex_lock(&dev->mu);
     *out = dev->st;
     out->size_of = sizeof *out;

@@ -67,6 +67,8 @@ struct vm_group {
     struct vidmm_equation equation;
     uint64_t size;              /* rounded to the page */
     uint64_t linear_size;       /* SWIZZLED: packed linear size */
+    uint64_t tiled_size;        /* SWIZZLED: bytes of the tiled surface (<= size) */
+    bool swz_padded;            /* SWIZZLED: the tiled surface has bytes no element maps to */
     uint32_t supported;         /* read | write set */
     uint32_t priority;
     uint32_t ninst, cap;        /* rename instances */
@@ -165,6 +167,7 @@ struct vidmm_device {
     pthread_cond_t paging_cv;   /* paging progressed, or the queue got work */
     bool removed;
     uint32_t flags;
+    uint64_t wait_timeout_ns;   /* 0: callers wait for the GPU as long as it takes */
     uint32_t nseg;
     struct vm_segment seg[VIDMM_MAX_SEGMENTS];
     struct vidmm_driver drv;
@@ -192,6 +195,9 @@ struct vidmm_device {
     struct vm_pop *q;
     size_t q_cap, q_head, q_len;
     uint64_t paging_issued, paging_done;
+    uint64_t sync_paging_fence; /* the last paging operation of a SynchronousPaging allocation:
+                                   no submission is issued before it completed (spec 15.25) */
+    vidmm_handle sync_paging_handle; /* whose operation that is */
     uint64_t fatal_fence;       /* the paging fence whose failure removed the device, 0 if none */
     bool executing;             /* a thread is running an operation */
     uint32_t hold_waiters;      /* destroys waiting for holders to let go (paging_cv) */
@@ -232,14 +238,23 @@ struct vidmm_device {
 struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h);
 int vm_handle_new(vidmm_device *dev, struct vm_alloc *a);
 void vm_handle_free(vidmm_device *dev, vidmm_handle h);
-void vm_wait_fence(vidmm_device *dev, uint64_t fence);
+/* vm_deadline_for(): the deadline of a wait starting now under the device's wait_timeout_ns;
+ * false when the device has none (wait as long as it takes). */
+struct timespec;
+bool vm_deadline_for(const vidmm_device *dev, struct timespec *dl);
+/* vm_cond_wait(): pthread_cond_wait on the device mutex, until 'dl' if not NULL; returns
+ * VIDMM_E_TIMEOUT when the deadline passed (the caller checks its condition again). */
+int vm_cond_wait(vidmm_device *dev, pthread_cond_t *cv, const struct timespec *dl);
 /* vm_enter() takes the device mutex (held on return either way) and finds 'h'; NULL with '*err'
  * (VIDMM_E_DEVICE_REMOVED, VIDMM_E_INVALID_ARG) when the call cannot go on. */
-struct vm_alloc *vm_enter(vidmm_device *dev, vidmm_handle h, int *err);
+struct vm_alloc *vm_enter_(vidmm_device *dev, vidmm_handle h, int *err, const char *call);
+#define vm_enter(dev, h, err) vm_enter_(dev, h, err, __func__)
 /* vm_check_handles(): the device is not removed and every handle is known (mutex held). */
-int vm_check_handles(vidmm_device *dev, const vidmm_handle *h, uint32_t n);
+int vm_check_handles_(vidmm_device *dev, const vidmm_handle *h, uint32_t n, const char *call);
+#define vm_check_handles(dev, h, n) vm_check_handles_(dev, h, n, __func__)
+/* vm_refuse_handle(): VIDMM_E_INVALID_ARG for a handle naming nothing, logged (vidmm_refuse()). */
+int vm_refuse_handle(const char *call, vidmm_handle h);
 /* vm_deadline(): CLOCK_REALTIME now + timeout_ns, for pthread_cond_timedwait (UINT64_MAX: now). */
-struct timespec;
 void vm_deadline(uint64_t timeout_ns, struct timespec *dl);
 
 /* alloc.c */
@@ -247,6 +262,12 @@ bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only
 struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g);
 void vm_instance_free(vidmm_device *dev, struct vm_alloc *a);
 int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a);
+/* vm_backing_release(): the backing store's pages go back to the system (no paging may still
+ * read or write them); caller memory (EXISTING_*) is left alone. */
+void vm_backing_release(vidmm_device *dev, struct vm_alloc *a);
+/* vm_release_stale_backing(): while system memory is over budget, the backing stores of
+ * allocations whose content is in a memory segment (stale copies) are released. */
+void vm_release_stale_backing(vidmm_device *dev);
 int vm_materialize(vidmm_device *dev, struct vm_alloc *a);
 void vm_set_where(vidmm_device *dev, struct vm_alloc *a, uint32_t where);
 void vm_sysmem_unlist(vidmm_device *dev, struct vm_alloc *a);
@@ -260,7 +281,7 @@ void vm_res_reprioritise(struct vm_segment *s, struct vm_alloc *a);
 
 /* place.c */
 enum vm_place_use { VM_USE_READ = 1, VM_USE_WRITE = 2, VM_USE_ANY = 3, VM_USE_MEMORY_ONLY = 4,
-                    VM_USE_APERTURE_ONLY = 8 };
+                    VM_USE_APERTURE_ONLY = 8, VM_USE_CPU_VISIBLE = 16 };
 int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool donot_wait);
 int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool special);
 void vm_unplace(vidmm_device *dev, struct vm_alloc *a);
@@ -272,6 +293,7 @@ void vm_paging_stop(vidmm_device *dev);
 uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p);
 int vm_wait_paging(vidmm_device *dev, uint64_t fence);
 int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence);
+int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespec *dl);
 
 /* swap.c */
 int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);

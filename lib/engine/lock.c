@@ -27,57 +27,99 @@ static bool sysmem_backed(const struct vm_group *g)
 /* ---------------------------------------------------------------------------------------------
  * Validation (spec 6.3 rules 1-12, 15.11) and relock rules (15.12). Nothing changes here.
  * ------------------------------------------------------------------------------------------- */
+#define REFUSE(field, rule, spec) vidmm_refuse("vidmm_lock", field, rule, spec)
+
+/* Discard is ignored for pinned, primary and shared allocations (spec 6.3) - and here for
+ * caller memory (EXISTING_*), which has no second instance to rename to. */
+static bool discard_applies(const struct vm_alloc *a, uint32_t f)
+{
+    const struct vm_group *g = a->g;
+    return (f & VIDMM_LOCK_DISCARD) && !a->pinned &&
+           !(g->desc.kind & (VIDMM_ALLOC_KIND_PRIMARY | VIDMM_ALLOC_KIND_SHARED)) && !g->desc.existing_memory;
+}
+
+/* The flags as they act (spec 6.3, "Neutralizing"): Discard takes away IgnoreSync and DonotWait
+ * before any rule about them is checked. */
+static uint32_t effective_flags(const struct vm_alloc *a, uint32_t f)
+{
+    return discard_applies(a, f) ? f & ~(VIDMM_LOCK_IGNORE_SYNC | VIDMM_LOCK_DONOT_WAIT) : f;
+}
+
+/* May the CPU touch a Cached allocation while the GPU uses it (IgnoreSync / IgnoreReadSync,
+ * spec 6.3 rule 4)? Yes when the adapter snoops CPU caches everywhere (VIDMM_DEVICE_CACHE_COHERENT),
+ * or when a segment of its set is a cache-coherent aperture (spec 2.3: CacheCoherent apertures
+ * snoop; MapApertureSegment then carries CacheCoherent, spec 15.9). */
+static bool cached_coherent(const vidmm_device *dev, const struct vm_group *g)
+{
+    if (dev->flags & VIDMM_DEVICE_CACHE_COHERENT)
+        return true;
+    for (uint32_t i = 0; i < dev->nseg; i++)
+        if ((g->supported & (1u << i)) && dev->seg[i].aperture && (dev->seg[i].flags & VIDMM_SEGMENT_CACHE_COHERENT))
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation (spec 6.3 rules 1-12, 15.11) and relock rules (15.12). Nothing changes here.
+ * ------------------------------------------------------------------------------------------- */
 static int check_lock(const vidmm_device *dev, const struct vm_alloc *a, const struct vidmm_lock_args *args)
 {
     const struct vm_group *g = a->g;
-    const uint32_t f = args->flags, af = g->desc.flags;
+    const uint32_t af = g->desc.flags;
     const bool swizzled = (af & VIDMM_ALLOC_SWIZZLED) != 0;
     const bool primary = (g->desc.kind & VIDMM_ALLOC_KIND_PRIMARY) != 0;
     const bool shared = (g->desc.kind & VIDMM_ALLOC_KIND_SHARED) != 0;
     const uint32_t apertures = aperture_set(dev);
-    if (f & VIDMM_LOCK_RESERVED_MASK)
-        return VIDMM_E_INVALID_ARG;
-    if ((f & VIDMM_LOCK_READ_ONLY) && (f & VIDMM_LOCK_WRITE_ONLY)) /* rule 1 */
-        return VIDMM_E_INVALID_ARG;
-    if ((f & VIDMM_LOCK_IGNORE_SYNC) && (f & VIDMM_LOCK_ACQUIRE_APERTURE)) /* rule 2 */
-        return VIDMM_E_INVALID_ARG;
-    if ((f & VIDMM_LOCK_USE_ALTERNATE_VA) && !(f & VIDMM_LOCK_ACQUIRE_APERTURE)) /* rule 3 */
-        return VIDMM_E_INVALID_ARG;
-    if ((f & VIDMM_LOCK_ENTIRE) && (args->page_count || args->pages)) /* rule 11 */
-        return VIDMM_E_INVALID_ARG;
+    if (args->flags & VIDMM_LOCK_RESERVED_MASK)
+        return REFUSE("flags", "reserved bits set", "6.2");
+    const uint32_t f = effective_flags(a, args->flags);
+    if ((f & VIDMM_LOCK_READ_ONLY) && (f & VIDMM_LOCK_WRITE_ONLY))
+        return REFUSE("flags", "READ_ONLY with WRITE_ONLY", "6.3 rule 1");
+    if ((f & VIDMM_LOCK_IGNORE_SYNC) && (f & VIDMM_LOCK_ACQUIRE_APERTURE))
+        return REFUSE("flags", "IGNORE_SYNC with ACQUIRE_APERTURE", "6.3 rule 2");
+    if ((f & VIDMM_LOCK_USE_ALTERNATE_VA) && !(f & VIDMM_LOCK_ACQUIRE_APERTURE))
+        return REFUSE("flags", "USE_ALTERNATE_VA without ACQUIRE_APERTURE", "6.3 rule 3");
+    if ((f & VIDMM_LOCK_ENTIRE) && (args->page_count || args->pages))
+        return REFUSE("pages", "a page list with LOCK_ENTIRE", "6.3 rule 11");
     if ((args->page_count != 0) != (args->pages != NULL))
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("pages", "page_count and pages disagree (one is 0 / NULL)", "6.1");
     const uint64_t npages = g->size / VIDMM_PAGE_SIZE;
     for (uint32_t i = 0; i < args->page_count; i++)
         if (args->pages[i] >= npages)
-            return VIDMM_E_INVALID_ARG;
-    if (!(af & VIDMM_ALLOC_CPU_VISIBLE)) /* rule 10 */
-        return VIDMM_E_INVALID_ARG;
-    if (shared && args->process != g->desc.process) /* rule 10: only the creator */
-        return VIDMM_E_INVALID_ARG;
-    if (f & (VIDMM_LOCK_IGNORE_SYNC | VIDMM_LOCK_IGNORE_READ_SYNC)) { /* rules 4 and 12 */
+            return REFUSE("pages[]", "a page index beyond the allocation", "15.11");
+    if (!(af & VIDMM_ALLOC_CPU_VISIBLE))
+        return REFUSE("allocation", "not created CPU_VISIBLE", "6.3 rule 10");
+    if (shared && args->process != g->desc.process)
+        return REFUSE("process", "not the creator of the shared allocation", "6.3 rule 10");
+    if (f & (VIDMM_LOCK_IGNORE_SYNC | VIDMM_LOCK_IGNORE_READ_SYNC)) {
         if (swizzled)
-            return VIDMM_E_INVALID_ARG;
-        if ((af & VIDMM_ALLOC_CACHED) && !(dev->flags & VIDMM_DEVICE_CACHE_COHERENT))
-            return VIDMM_E_INVALID_ARG;
+            return REFUSE("flags", "IGNORE_SYNC or IGNORE_READ_SYNC on a swizzled allocation", "6.3 rules 4, 12");
+        if ((af & VIDMM_ALLOC_CACHED) && !cached_coherent(dev, g))
+            return REFUSE("flags", "IGNORE_SYNC or IGNORE_READ_SYNC on a Cached allocation without cache coherency",
+                          "6.3 rule 4");
         if (!(g->supported & apertures))
-            return VIDMM_E_INVALID_ARG;
+            return REFUSE("flags", "IGNORE_SYNC or IGNORE_READ_SYNC on an allocation no aperture segment may hold",
+                          "6.3 rule 4");
     }
-    if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(g->supported & ~apertures)) /* rule 5 */
-        return VIDMM_E_INVALID_ARG;
-    if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && swizzled && (f & VIDMM_LOCK_DONOT_WAIT)) /* rule 12 */
-        return VIDMM_E_INVALID_ARG;
-    if (f & VIDMM_LOCK_USE_ALTERNATE_VA) { /* rule 7 */
-        if (shared || !primary || !(af & VIDMM_ALLOC_USE_ALTERNATE_VA))
-            return VIDMM_E_INVALID_ARG;
+    if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(g->supported & ~apertures))
+        return REFUSE("flags", "ACQUIRE_APERTURE on an allocation only aperture segments may hold", "6.3 rule 5");
+    if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && swizzled && (f & VIDMM_LOCK_DONOT_WAIT))
+        return REFUSE("flags", "DONOT_WAIT while acquiring a swizzling range", "6.3 rule 12");
+    if (f & VIDMM_LOCK_USE_ALTERNATE_VA) {
+        if (shared)
+            return REFUSE("flags", "USE_ALTERNATE_VA on a shared allocation", "6.3 rule 7");
+        if (!primary || !(af & VIDMM_ALLOC_USE_ALTERNATE_VA))
+            return REFUSE("flags", "USE_ALTERNATE_VA on an allocation not created with it", "6.3 rule 7");
     } else if (primary && (af & VIDMM_ALLOC_USE_ALTERNATE_VA)) {
-        return VIDMM_E_INVALID_ARG;
+        return REFUSE("flags", "a primary created USE_ALTERNATE_VA locked without it", "6.3 rule 7");
     }
     if (a->lock_count) { /* relock rules (15.12) */
-        if (a->lock_mode == VM_LOCK_RANGE || a->lock_mode == VM_LOCK_ALTVA) /* rules 7, 8 */
-            return VIDMM_E_INVALID_ARG;
-        if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(a->lock_flags & VIDMM_LOCK_ACQUIRE_APERTURE)) /* rule 6 */
-            return VIDMM_E_INVALID_ARG;
+        if (a->lock_mode == VM_LOCK_RANGE)
+            return REFUSE("allocation", "locked through a swizzling range: unlock it first", "6.3 rule 8");
+        if (a->lock_mode == VM_LOCK_ALTVA)
+            return REFUSE("allocation", "locked with USE_ALTERNATE_VA: unlock it first", "6.3 rule 7");
+        if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(a->lock_flags & VIDMM_LOCK_ACQUIRE_APERTURE))
+            return REFUSE("flags", "ACQUIRE_APERTURE on an allocation locked without it", "6.3 rule 6");
     }
     return 0;
 }
@@ -195,23 +237,25 @@ static int range_acquire(vidmm_device *dev, struct vm_alloc *a, uint32_t private
 /* ---------------------------------------------------------------------------------------------
  * Renaming (spec 7, 15.18).
  * ------------------------------------------------------------------------------------------- */
-static int rename_for_discard(vidmm_device *dev, struct vm_alloc **pa, bool no_existing_ref)
+/* rename_for_discard(): the instance a Discard lock gets (spec 7, 15.18): the current one when
+ * idle, else another idle one (the next in the ring), else a new one. Never an instance a
+ * submitted, unsignalled operation still references - with NoExistingReference too: the
+ * caller's promise covers its own references, not the GPU's - and never one that is locked (its
+ * lock count and pointer belong to another lock). */
+static int rename_for_discard(vidmm_device *dev, struct vm_alloc **pa)
 {
     struct vm_group *g = (*pa)->g;
-    struct vm_alloc *cur = g->inst[g->current];
-    if (!vm_busy(dev, cur, false) || no_existing_ref) {
-        *pa = cur; /* idle, or no queued reference to any instance: the current one will do */
-        return 0;
-    }
-    for (uint32_t k = 1; k < g->ninst; k++) {
+    for (uint32_t k = 0; k < g->ninst; k++) {
         struct vm_alloc *c = g->inst[(g->current + k) % g->ninst];
-        if (!vm_busy(dev, c, false) && c->lock_count == 0) {
+        if (vm_busy(dev, c, false) || c->lock_count || c->hold)
+            continue;
+        if (k) {
             g->current = c->index;
             c->seq = ++dev->clock;
-            *pa = c;
             dev->st.renames++;
-            return 0;
         }
+        *pa = c;
+        return 0;
     }
     if (g->desc.max_renaming && g->ninst >= g->desc.max_renaming)
         return VIDMM_E_BUSY; /* cannot create or reuse an instance */
@@ -272,15 +316,19 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
      * submission may move it meanwhile, hence the loop. */
     int err;
     for (;;) {
+        /* A CPU-visible memory segment when the set has one: only there can a range be had. */
         if (a->where != VIDMM_WHERE_SEGMENT &&
-            (err = vm_make_resident(dev, a, VM_USE_ANY | VM_USE_MEMORY_ONLY, false)) != 0)
+            (err = vm_make_resident(dev, a, VM_USE_ANY | VM_USE_MEMORY_ONLY | VM_USE_CPU_VISIBLE, false)) != 0)
             return err;
         if ((err = vm_wait_paging_locked(dev, a->paging_fence)) != 0)
             return err;
         if (a->where == VIDMM_WHERE_SEGMENT && a->paging_fence <= dev->paging_done)
             break;
     }
-    int id = dev->nranges ? range_acquire(dev, a, args->private_data, NULL) : -1;
+    /* A swizzling range is acquired only for an allocation in a CPU-accessible memory segment
+     * (spec 8.3); elsewhere the unswizzling eviction of (1) is the way to linear bytes. */
+    const bool visible = (a->seg->flags & VIDMM_SEGMENT_CPU_VISIBLE) != 0;
+    int id = dev->nranges && visible ? range_acquire(dev, a, args->private_data, NULL) : -1;
     if (id < 0) {
         /* No range: an unswizzling eviction, unless forbidden (spec 8.2 / 15.15). */
         if (args->flags & VIDMM_LOCK_DONOT_EVICT)
@@ -334,13 +382,16 @@ static int altva_map(vidmm_device *dev, struct vm_alloc *a)
     return vmos_view_map(&dev->arena, (size_t)a->backing_off, a->altva_len, &a->altva);
 }
 
-static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr)
+static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint32_t f,
+                      uint8_t **ptr)
 {
     int err;
     if (a->where == VIDMM_WHERE_SEGMENT) {
         a->altva_range = 0;
         if (a->pinned)
             return VIDMM_E_CANT_EVICT_PINNED;
+        if ((f & VIDMM_LOCK_DONOT_WAIT) && vm_busy(dev, a, false))
+            return VIDMM_E_BUSY; /* the eviction would wait for the GPU */
         /* The eviction goes to the alternate VA's pages: SPECIAL_LOCK_TRANSFER. */
         if ((err = altva_map(dev, a)) != 0)
             return err;
@@ -363,11 +414,22 @@ static int lock_altva(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_
 }
 
 /* Plain locks (spec 15.14). */
-static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr)
+static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint32_t f,
+                       uint8_t **ptr)
 {
     int err;
     if (sysmem_backed(a->g)) {
-        /* The backing store, always; a copy the GPU wrote comes back first. */
+        /* The backing store, always - committed now if this is its first use (a new rename
+         * instance, or a PermanentSysMem allocation never placed); a copy the GPU wrote comes
+         * back first. */
+        if (a->where == VIDMM_WHERE_NONE) {
+            if ((err = vm_materialize(dev, a)) != 0)
+                return err;
+            *ptr = a->backing;
+            return 0;
+        }
+        if (a->where == VIDMM_WHERE_SEGMENT && a->dirty && (f & VIDMM_LOCK_DONOT_WAIT) && vm_busy(dev, a, false))
+            return VIDMM_E_BUSY; /* the copy-back waits until the GPU is done with it */
         if (a->where == VIDMM_WHERE_SEGMENT && a->dirty) {
             struct vm_pop p;
             memset(&p, 0, sizeof p);
@@ -405,6 +467,10 @@ static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm
             return VIDMM_E_NOT_AVAILABLE;
         if (a->pinned)
             return VIDMM_E_CANT_EVICT_PINNED;
+        /* The eviction waits until the GPU is done with it - reads too, whatever IgnoreSync or
+         * IgnoreReadSync allowed: a caller that said DonotWait hears so now. */
+        if ((f & VIDMM_LOCK_DONOT_WAIT) && vm_busy(dev, a, false))
+            return VIDMM_E_BUSY;
         if ((err = vm_evict_one(dev, a, false, false)) != 0)
             return err;
         *ptr = a->backing;
@@ -415,10 +481,29 @@ static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm
     }
 }
 
+/* mark_written(): what a writable lock means for the content (spec 15.6, 15.24), for a first
+ * lock and for a writable relock inside a READ_ONLY one alike. */
+static void mark_written(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint32_t mode)
+{
+    (void)dev;
+    const struct vm_group *g = a->g;
+    if (a->where == VIDMM_WHERE_SEGMENT && mode == VM_LOCK_DIRECT && !sysmem_backed(g))
+        a->dirty = true; /* a writable lock on its segment location */
+    /* The CPU may write it wherever it is: flushed before the GPU next reads it from a segment
+     * that does not snoop (submit.c). */
+    if (g->desc.flags & VIDMM_ALLOC_CACHED)
+        a->cpu_wrote = true;
+    if (sysmem_backed(g))
+        note_dirty_pages(a, args);
+    a->gen++; /* a disk copy being written now is stale */
+}
+
 int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
 {
     if (!dev || !args)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : "args", "NULL", "device.h");
+    struct timespec dl;
+    const bool timed = vm_deadline_for(dev, &dl);
     pthread_mutex_lock(&dev->mu);
     int err = 0;
     struct vm_alloc *a;
@@ -427,24 +512,33 @@ retry:
     if (dev->removed)
         err = VIDMM_E_DEVICE_REMOVED;
     else if (!a)
-        err = VIDMM_E_INVALID_ARG;
+        err = vm_refuse_handle(__func__, args->allocation);
     else
         err = check_lock(dev, a, args);
     if (err)
         goto out;
-    const uint32_t f = args->flags;
+    const uint32_t f = effective_flags(a, args->flags); /* Discard neutralises DonotWait, IgnoreSync */
     const size_t page_off = args->page_count ? (size_t)args->pages[0] * VIDMM_PAGE_SIZE : 0;
+    const bool writable = !(f & VIDMM_LOCK_READ_ONLY);
     if (a->lock_count) {
-        /* A plain relock nests and returns the same pointer (spec 15.12). */
+        /* A plain relock nests and returns the same pointer (spec 15.12). A writable one inside
+         * a READ_ONLY lock must not write while a write-out reads the backing store, and makes
+         * the content changed from here on. */
+        if (writable && a->swap == VM_SWAP_WRITING) {
+            if ((err = vm_swap_in(dev, &a, 1, !(f & VIDMM_LOCK_DONOT_WAIT), NULL)) != 0)
+                goto out;
+            goto retry;
+        }
         a->lock_count++;
-        if (!(f & VIDMM_LOCK_READ_ONLY) && sysmem_backed(a->g))
-            note_dirty_pages(a, args);
+        if (writable) {
+            mark_written(dev, a, args, a->lock_mode);
+            a->lock_flags &= ~VIDMM_LOCK_READ_ONLY;
+        }
         args->data = a->lock_ptr + page_off;
         dev->st.locks++;
         goto out;
     }
-    if (a->where == VIDMM_WHERE_DISK || a->swap == VM_SWAP_READING ||
-        (a->swap == VM_SWAP_WRITING && !(f & VIDMM_LOCK_READ_ONLY))) {
+    if (a->where == VIDMM_WHERE_DISK || a->swap == VM_SWAP_READING || (a->swap == VM_SWAP_WRITING && writable)) {
         /* Written out to the disk tier: read it back first (DonotWait: start it, say busy). A
          * write-out in flight reads the backing store: a writable lock waits for it. */
         if ((err = vm_swap_in(dev, &a, 1, !(f & VIDMM_LOCK_DONOT_WAIT), NULL)) != 0)
@@ -452,12 +546,8 @@ retry:
         goto retry; /* the mutex was released: everything is checked again */
     }
     const struct vm_group *g = a->g;
-    const bool discard = (f & VIDMM_LOCK_DISCARD) && !a->pinned &&
-                         !(g->desc.kind & (VIDMM_ALLOC_KIND_PRIMARY | VIDMM_ALLOC_KIND_SHARED)) &&
-                         !g->desc.existing_memory;
-    if (discard) {
-        /* Discard neutralises DonotWait and IgnoreSync (spec 6.3). */
-        if ((err = rename_for_discard(dev, &a, (f & VIDMM_LOCK_NO_EXISTING_REFERENCE) != 0)) != 0)
+    if (discard_applies(a, f)) {
+        if ((err = rename_for_discard(dev, &a)) != 0)
             goto out;
         if (a->where == VIDMM_WHERE_DISK || a->swap != VM_SWAP_NONE) {
             /* An old instance the disk tier wrote out (or is moving): back first, then again
@@ -475,8 +565,12 @@ retry:
                 goto out;
             }
             vidmm_handle h = a->handle;
-            while (!dev->removed && (a = vm_lookup(dev, h)) != NULL && vm_busy(dev, a, writes_only))
-                pthread_cond_wait(&dev->fence_cv, &dev->mu);
+            while (!dev->removed && (a = vm_lookup(dev, h)) != NULL && vm_busy(dev, a, writes_only)) {
+                if ((err = vm_cond_wait(dev, &dev->fence_cv, timed ? &dl : NULL)) != 0 &&
+                    (a = vm_lookup(dev, h)) != NULL && vm_busy(dev, a, writes_only))
+                    goto out; /* VIDMM_E_TIMEOUT: nothing changed */
+                err = 0;
+            }
             /* The mutex was released: anything may have happened to it (written out to disk,
              * locked, destroyed). Everything is checked again. */
             goto retry;
@@ -486,12 +580,12 @@ retry:
     uint32_t mode = VM_LOCK_DIRECT;
     a->hold++; /* no victim while this lock places it and waits for its paging */
     if (f & VIDMM_LOCK_USE_ALTERNATE_VA) {
-        err = lock_altva(dev, a, args, &ptr);
+        err = lock_altva(dev, a, args, f, &ptr);
         mode = VM_LOCK_ALTVA;
     } else if ((g->desc.flags & VIDMM_ALLOC_SWIZZLED) && (f & VIDMM_LOCK_ACQUIRE_APERTURE)) {
         err = lock_swizzled(dev, a, args, &ptr, &mode);
     } else {
-        err = lock_direct(dev, a, args, &ptr);
+        err = lock_direct(dev, a, args, f, &ptr);
     }
     /* Its paging must be done before the pointer is handed out; waiting releases the mutex, and
      * another thread's submission may have moved it meanwhile: wait until nothing is pending. */
@@ -505,21 +599,13 @@ retry:
         err = VIDMM_E_DEVICE_REMOVED;
         goto out;
     }
-    const bool writable = !(f & VIDMM_LOCK_READ_ONLY);
-    const bool in_memory = a->where == VIDMM_WHERE_SEGMENT && mode == VM_LOCK_DIRECT && !sysmem_backed(g);
     if ((g->desc.flags & VIDMM_ALLOC_CACHED) && a->gpu_wrote) {
-        cache_invalidate(dev, ptr, (size_t)g->size); /* before CPU reads after GPU writes */
+        /* before CPU reads after GPU writes; a range lock's view is the linear size */
+        cache_invalidate(dev, ptr, (size_t)(mode == VM_LOCK_RANGE ? g->linear_size : g->size));
         a->gpu_wrote = false;
     }
-    if (writable && in_memory) {
-        a->dirty = true; /* a writable lock on its segment location (spec 15.6) */
-        if (g->desc.flags & VIDMM_ALLOC_CACHED)
-            a->cpu_wrote = true; /* flushed before the GPU next reads it (spec 15.24) */
-    }
-    if (writable && sysmem_backed(g))
-        note_dirty_pages(a, args);
     if (writable)
-        a->gen++; /* a disk copy being written now is stale */
+        mark_written(dev, a, args, mode);
     a->lock_count = 1;
     a->lock_mode = mode;
     a->lock_flags = f;
@@ -660,13 +746,15 @@ static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
 int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
 {
     if (!dev || !handles || count == 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count 0", "15.12");
     pthread_mutex_lock(&dev->mu);
     int err = dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, handles[i]);
-        if (!a || a->lock_count == 0)
-            err = VIDMM_E_INVALID_ARG;
+        if (!a)
+            err = vm_refuse_handle(__func__, handles[i]);
+        else if (a->lock_count == 0)
+            err = vidmm_refuse(__func__, "handles[]", "an allocation that is not locked", "15.12");
         else
             a->sub_count = 0;
     }
@@ -674,10 +762,19 @@ int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, handles[i]);
         if (++a->sub_count > a->lock_count)
-            err = VIDMM_E_INVALID_ARG;
+            err = vidmm_refuse(__func__, "handles[]", "listed more often than it is locked", "15.12");
     }
-    for (uint32_t i = 0; !err && i < count; i++)
-        unlock_one(dev, vm_lookup(dev, handles[i]));
+    uint64_t last = 0;
+    for (uint32_t i = 0; !err && i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, handles[i]);
+        unlock_one(dev, a);
+        if (a->paging_fence > last)
+            last = a->paging_fence;
+    }
+    /* The copy-backs an unlock causes (PermanentSysMem) are done, and in the paging log, when
+     * it returns (spec 15.28): the caller may read the log, or the segment copy, at once. */
+    if (!err && last > dev->paging_done)
+        err = vm_wait_paging_locked(dev, last);
     vm_unlock_and_page(dev);
     return err;
 }

@@ -10,7 +10,7 @@
 /* A driver asking for a fresh paging buffer this many times for one operation is broken. */
 #define VM_MAX_RETRIES 65536u
 
-static void run_one(vidmm_device *dev);
+static int run_one(vidmm_device *dev, const struct timespec *dl);
 
 uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p)
 {
@@ -29,13 +29,17 @@ uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p)
         /* No memory to grow the queue: let it drain instead. A paging operation is never
          * dropped. */
         if (dev->nthreads == 0 && !dev->executing)
-            run_one(dev);
+            run_one(dev, NULL);
         else
             pthread_cond_wait(&dev->paging_cv, &dev->mu);
     }
     struct vm_pop *slot = &dev->q[(dev->q_head + dev->q_len) % dev->q_cap];
     *slot = *p;
     slot->op.fence = ++dev->paging_issued;
+    if (p->sync) {
+        dev->sync_paging_fence = slot->op.fence; /* later submissions wait for it (spec 15.25) */
+        dev->sync_paging_handle = p->op.allocation;
+    }
     dev->q_len++;
     dev->st.paging_ops[p->op.type & 7]++;
     pthread_cond_broadcast(&dev->paging_cv);
@@ -71,9 +75,17 @@ static uint32_t builtin(struct vm_pop *p, bool idle)
     case VIDMM_PAGING_SPECIAL_LOCK_TRANSFER: {
         struct vm_group *g = p->a ? p->a->g : NULL;
         int err = 0;
-        if (g && (op->flags & VIDMM_TRANSFER_SWIZZLE))
+        if (g && (op->flags & VIDMM_TRANSFER_SWIZZLE)) {
+            /* Tiling writes the surface's elements only: the bytes between and after them (tile
+             * padding, the rest of the allocation) would keep what the segment held before -
+             * another allocation's bytes. They read as zero instead. */
+            if (g->swz_padded)
+                memset(op->dst_ptr, 0, (size_t)g->size);
+            else if (g->tiled_size < g->size)
+                memset((uint8_t *)op->dst_ptr + g->tiled_size, 0, (size_t)(g->size - g->tiled_size));
             err = vidmm_swizzle_surface(&g->layout, &g->surface, op->dst_ptr, (size_t)g->size, op->src_ptr,
                                         (size_t)g->linear_size);
+        }
         else if (g && (op->flags & VIDMM_TRANSFER_UNSWIZZLE))
             err = vidmm_deswizzle_surface(&g->layout, &g->surface, op->src_ptr, (size_t)g->size, op->dst_ptr,
                                           (size_t)g->linear_size);
@@ -103,15 +115,23 @@ static void log_op(vidmm_device *dev, const struct vidmm_paging_op *op)
     dev->log_len++;
 }
 
-static void wait_idle(vidmm_device *dev, const struct vm_alloc *a)
+/* wait_idle() waits until the GPU is done with 'a' (mutex held). With a deadline (a caller's
+ * thread running the queue itself) it may give up: VIDMM_E_TIMEOUT. */
+static int wait_idle(vidmm_device *dev, const struct vm_alloc *a, const struct timespec *dl)
 {
     uint64_t f = a->read_fence > a->write_fence ? a->read_fence : a->write_fence;
-    vm_wait_fence(dev, f);
+    while (dev->fence_done < f && !dev->removed) {
+        if (vm_cond_wait(dev, &dev->fence_cv, dl) != 0 && dev->fence_done < f && !dev->removed)
+            return VIDMM_E_TIMEOUT;
+    }
+    return 0;
 }
 
 /* run_one() runs the oldest queued operation. Called with the mutex held, the queue not empty
- * and nobody executing; returns with the mutex held. */
-static void run_one(vidmm_device *dev)
+ * and nobody executing; returns with the mutex held. 'dl' (NULL: none) is the deadline of the
+ * caller whose thread runs it: an operation that would wait for the GPU beyond it goes back to
+ * the head of the queue, untouched, and VIDMM_E_TIMEOUT is returned. */
+static int run_one(vidmm_device *dev, const struct timespec *dl)
 {
     dev->executing = true;
     struct vm_pop p = dev->q[dev->q_head];
@@ -124,10 +144,21 @@ static void run_one(vidmm_device *dev)
     while (!dev->removed) {
         ran = true;
         bool idle = !p.a || !vm_busy(dev, p.a, false);
+        if (dl && !idle && may_be_busy(p.op.type) && !(p.op.flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE) &&
+            tries == 0 && wait_idle(dev, p.a, dl) != 0) {
+            /* Not run at all: back to the head of the queue for whoever runs it next. */
+            dev->q_head = (dev->q_head + dev->q_cap - 1) % dev->q_cap;
+            dev->q[dev->q_head] = p;
+            dev->q_len++;
+            dev->executing = false;
+            pthread_cond_broadcast(&dev->paging_cv);
+            return VIDMM_E_TIMEOUT;
+        }
+        idle = !p.a || !vm_busy(dev, p.a, false);
         if (p.sync && may_be_busy(p.op.type) && !(p.op.flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE)) {
             /* SynchronousPaging: nothing is issued for it before it is idle (spec 15.25). */
             if (!idle)
-                wait_idle(dev, p.a);
+                wait_idle(dev, p.a, NULL);
             if (dev->removed)
                 break;
             p.op.flags |= VIDMM_TRANSFER_ALLOCATION_IS_IDLE;
@@ -162,7 +193,7 @@ static void run_one(vidmm_device *dev)
         if (status == VIDMM_STATUS_INSUFFICIENT_DMA_BUFFER)
             continue; /* a fresh paging buffer, same operation (spec 9.1) */
         if (status == VIDMM_STATUS_ALLOCATION_BUSY && may_be_busy(p.op.type) && p.a) {
-            wait_idle(dev, p.a);
+            wait_idle(dev, p.a, NULL);
             p.op.flags |= VIDMM_TRANSFER_ALLOCATION_IS_IDLE;
             continue;
         }
@@ -180,6 +211,7 @@ static void run_one(vidmm_device *dev)
     dev->paging_done = p.op.fence;
     dev->executing = false;
     pthread_cond_broadcast(&dev->paging_cv);
+    return 0;
 }
 
 static void *paging_thread(void *arg)
@@ -188,7 +220,7 @@ static void *paging_thread(void *arg)
     pthread_mutex_lock(&dev->mu);
     for (;;) {
         if (dev->q_len && !dev->executing) {
-            run_one(dev);
+            run_one(dev, NULL);
             continue;
         }
         if (dev->stopping)
@@ -226,19 +258,32 @@ void vm_paging_stop(vidmm_device *dev)
     dev->nthreads = 0;
 }
 
-/* vm_wait_paging_locked(): wait (mutex held) until paging has passed 'fence', running the
- * queue on this thread when there are no paging threads. */
-int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence)
+/* vm_wait_paging_until(): wait (mutex held) until paging has passed 'fence', running the queue
+ * on this thread when there are no paging threads; VIDMM_E_TIMEOUT at deadline 'dl' (NULL:
+ * none) - the operations stay queued. */
+int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespec *dl)
 {
     while (dev->paging_done < fence) {
+        int err = 0;
         if (dev->nthreads == 0 && !dev->executing && dev->q_len)
-            run_one(dev);
+            err = run_one(dev, dl);
         else
-            pthread_cond_wait(&dev->paging_cv, &dev->mu);
+            err = vm_cond_wait(dev, &dev->paging_cv, dl);
+        if (err && dev->paging_done < fence)
+            return err;
     }
     if (dev->fatal_fence && fence >= dev->fatal_fence)
         return VIDMM_E_ALLOCATION_INVALID;
     return 0;
+}
+
+/* vm_wait_paging_locked(): the same with the device's wait timeout from now. */
+int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence)
+{
+    if (dev->paging_done >= fence)
+        return dev->fatal_fence && fence >= dev->fatal_fence ? VIDMM_E_ALLOCATION_INVALID : 0;
+    struct timespec dl;
+    return vm_wait_paging_until(dev, fence, vm_deadline_for(dev, &dl) ? &dl : NULL);
 }
 
 int vm_wait_paging(vidmm_device *dev, uint64_t fence)

@@ -162,7 +162,10 @@ static struct vm_segment *eviction_aperture(vidmm_device *dev, struct vm_alloc *
         if (s->used + len > s->commit_limit ||
             (dev->aperture_commit_limit && dev->aperture_committed + len > dev->aperture_commit_limit))
             continue;
-        if (vmr_find(&s->space, 0, s->size, len, VIDMM_PAGE_SIZE, false, off))
+        /* The allocation's own alignment holds in an aperture too (a multiple of 64 KB when
+         * the aperture has USE_64KB_PAGES: validated at creation). */
+        const uint64_t align = a->g->desc.alignment > VIDMM_PAGE_SIZE ? a->g->desc.alignment : VIDMM_PAGE_SIZE;
+        if (vmr_find(&s->space, 0, s->size, len, align, false, off))
             return s;
     }
     return NULL;
@@ -178,6 +181,7 @@ int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool spe
         give_space(dev, a);
         vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
         a->backing_valid = true;
+        a->evicted_swizzled = swizzled; /* the pages the GPU used through the aperture: tiled */
         dev->st.evictions++;
         return 0;
     }
@@ -304,7 +308,16 @@ static int make_room(vidmm_device *dev, struct vm_segment *s, struct vm_alloc *a
                      bool first_pref, bool donot_wait, uint64_t *off)
 {
     const uint64_t freeb = s->size - s->used;
+    /* Hopeless requests evict nothing: larger than the window, or than what an aperture may
+     * ever map (its CommitLimit, the adapter's ApertureSegmentCommitLimit). */
     if (w->hi - w->lo < w->len)
+        return VIDMM_E_NO_VIDEO_MEMORY;
+    if (s->aperture && (w->len > s->commit_limit ||
+                        (dev->aperture_commit_limit && w->len > dev->aperture_commit_limit)))
+        return VIDMM_E_NO_VIDEO_MEMORY;
+    /* Bytes other apertures map count against the adapter's limit whatever leaves 's'. */
+    if (s->aperture && dev->aperture_commit_limit &&
+        dev->aperture_committed - s->used + s->pinned_bytes + w->len > dev->aperture_commit_limit)
         return VIDMM_E_NO_VIDEO_MEMORY;
     if (freeb + (s->used - s->pinned_bytes) < w->len)
         return s->pinned_bytes && freeb + s->used >= w->len ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
@@ -381,6 +394,13 @@ static void page_into_memory(vidmm_device *dev, struct vm_alloc *a, struct vm_se
         give_space(dev, a);
     take_space(dev, a, s, off, len);
     uint8_t *dst = s->cpu + off;
+    if (from == VIDMM_WHERE_NONE && is_sysmem_backed(a) && a->has_backing) {
+        /* PermanentSysMem's system-memory copy is committed now, at its first use (its space was
+         * reserved by vm_make_resident()): it holds the pattern as the segment copy will. */
+        if (a->g->desc.fill_pattern)
+            vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
+        a->backing_valid = true;
+    }
     if (from == VIDMM_WHERE_NONE) {
         /* First page-in of content that does not exist yet: FILL (spec 15.8). */
         struct vm_pop p;
@@ -440,6 +460,10 @@ static int page_into_aperture(vidmm_device *dev, struct vm_alloc *a, struct vm_s
     }
     vm_set_where(dev, a, VIDMM_WHERE_APERTURE);
     a->backing_valid = true;
+    /* What the GPU sees through the aperture is the backing store's pages, in the tiled order
+     * (placeable_in() keeps unswizzled copies out): evicting it later only unmaps them, and the
+     * copy left behind is a swizzled one (spec 8.2). */
+    a->evicted_swizzled = (a->g->desc.flags & VIDMM_ALLOC_SWIZZLED) != 0;
     return 0;
 }
 
@@ -479,32 +503,71 @@ static uint32_t allowed_set(const vidmm_device *dev, const struct vm_alloc *a, u
         set = d->supported_write_set;
     else
         set = d->supported_read_set;
-    uint32_t mem = 0;
-    for (uint32_t i = 0; i < dev->nseg; i++)
+    /* A pinned allocation never moves once placed (spec 10, 15.4): it goes where both reads and
+     * writes may use it, if such a segment exists, so that no later reference must move it. */
+    const uint32_t both = d->supported_read_set & d->supported_write_set;
+    if (a->pinned && a->where != VIDMM_WHERE_SEGMENT && a->where != VIDMM_WHERE_APERTURE && (set & both))
+        set &= both;
+    uint32_t mem = 0, vis = 0;
+    for (uint32_t i = 0; i < dev->nseg; i++) {
         if (!dev->seg[i].aperture)
             mem |= 1u << i;
+        if (!dev->seg[i].aperture && (dev->seg[i].flags & VIDMM_SEGMENT_CPU_VISIBLE))
+            vis |= 1u << i;
+    }
     if (use & VM_USE_MEMORY_ONLY)
         set &= mem;
     if (use & VM_USE_APERTURE_ONLY)
         set &= ~mem;
+    if ((use & VM_USE_CPU_VISIBLE) && (set & vis))
+        set &= vis; /* a preference: CPU-visible memory segments when the set has one */
     return set;
 }
+
+static int place(vidmm_device *dev, struct vm_alloc *a, const uint32_t *ids, const bool *down, uint32_t n,
+                 bool donot_wait);
 
 int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool donot_wait)
 {
     if (a->where == VIDMM_WHERE_DISK)
         return VIDMM_E_BUSY; /* callers read it back from the disk tier first (vm_swap_in) */
     uint32_t allowed = allowed_set(dev, a, use);
-    if ((a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE) &&
-        (allowed & (1u << (a->seg->id - 1)))) {
+    const bool placed = a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE;
+    if (placed && (allowed & (1u << (a->seg->id - 1)))) {
         vm_touch(dev, a);
         return 0; /* already where it may be used */
     }
+    if (placed && a->pinned)
+        return VIDMM_E_CANT_EVICT_PINNED; /* pinned never moves (spec 10, 15.4) */
+    /* Anything from here on pages it, and paging a busy allocation waits for the GPU first
+     * (ALLOCATION_BUSY, or SynchronousPaging): a caller that asked not to wait is told so now,
+     * before anything changed. */
+    if (donot_wait && vm_busy(dev, a, false))
+        return VIDMM_E_BUSY;
     uint32_t ids[VIDMM_MAX_SEGMENTS];
     bool down[VIDMM_MAX_SEGMENTS];
     uint32_t n = candidates(dev, a, allowed, ids, down);
     if (n == 0)
         return VIDMM_E_NO_VIDEO_MEMORY;
+    bool reserved = false;
+    if (a->where == VIDMM_WHERE_NONE && is_sysmem_backed(a) && !a->has_backing) {
+        /* Its system-memory copy is needed from the first placement on: reserve it before any
+         * decision (and give it back if the placement fails). */
+        int e = vm_backing_ensure(dev, a);
+        if (e)
+            return e;
+        reserved = true;
+    }
+    int err = place(dev, a, ids, down, n, donot_wait);
+    if (err && reserved && a->where == VIDMM_WHERE_NONE)
+        vm_backing_release(dev, a);
+    return err;
+}
+
+/* place(): the placement itself, in the candidates' order (vm_make_resident()). */
+static int place(vidmm_device *dev, struct vm_alloc *a, const uint32_t *ids, const bool *down, uint32_t n,
+                 bool donot_wait)
+{
     const uint32_t first_pref = a->g->desc.preferred_segment & 0x1F;
     int err = VIDMM_E_NO_VIDEO_MEMORY;
     /* Two passes: free space in any candidate first, then room made by eviction, in the
@@ -558,7 +621,7 @@ int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool d
 int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count)
 {
     if (!dev || !handles || count == 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count 0", "device.h");
     pthread_mutex_lock(&dev->mu);
     int err = vm_check_handles(dev, handles, count);
     uint64_t last = 0;

@@ -47,9 +47,9 @@ static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
     uint32_t tag = ++dev->tag;
     for (uint32_t i = 0; i < count; i++) {
         if (refs[i].flags & ~(VIDMM_REF_WRITE | VIDMM_REF_DO_NOT_RETIRE))
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_refuse("vidmm_submit", "refs[].flags", "unknown bits", "4.5");
         if (!vm_lookup(dev, refs[i].allocation))
-            return VIDMM_E_INVALID_ARG;
+            return vm_refuse_handle("vidmm_submit", refs[i].allocation);
     }
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
@@ -128,54 +128,122 @@ static int wait_paged(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
     }
 }
 
-/* Place every listed allocation (held by the caller). */
+/* Place one listed allocation (held by the caller). */
+static int place_ref(vidmm_device *dev, struct vm_alloc *a, bool donot_wait, bool any_set)
+{
+    const bool write = a->sub_write;
+    /* A submission's reference reads or writes; a make-resident may use either set. */
+    unsigned use = any_set ? VM_USE_ANY : write ? VM_USE_WRITE : VM_USE_READ;
+    if (a->lock_count) {
+        /* Rendering with a locked allocation (spec 6.4, 15.17). Its CPU pointer must stay
+         * valid: content in the backing store may only be used through an aperture; content
+         * in a CPU-visible memory segment stays where the pointer is, if the allocation could
+         * have gone to an aperture (see the note in README). */
+        uint32_t set = any_set ? a->g->supported : write ? a->g->desc.supported_write_set
+                                                         : a->g->desc.supported_read_set;
+        if (!has_aperture(dev, set))
+            return VIDMM_E_CANT_RENDER_LOCKED;
+        if (a->where == VIDMM_WHERE_SEGMENT) {
+            vm_touch(dev, a);
+            return 0;
+        }
+        use |= VM_USE_APERTURE_ONLY;
+    }
+    return vm_make_resident(dev, a, use, donot_wait);
+}
+
+/* wait_sync_paging(): no submission is issued before the last paging operation of a
+ * SynchronousPaging allocation has completed (spec 4.1, 15.25: "waits for that paging op to
+ * complete before letting the driver submit a non-paging DMA buffer"). That operation first
+ * waits for its allocation to be idle: with DONOT_WAIT and that allocation busy, VIDMM_E_BUSY. */
+static int wait_sync_paging(vidmm_device *dev, bool donot_wait)
+{
+    while (dev->sync_paging_fence > dev->paging_done) {
+        const struct vm_alloc *s = vm_lookup(dev, dev->sync_paging_handle);
+        if (donot_wait && s && vm_busy(dev, s, false))
+            return VIDMM_E_BUSY;
+        int err = vm_wait_paging_locked(dev, dev->sync_paging_fence);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* Larger allocations first (then list order): the order the retry of place_all() uses. */
+static int by_size_desc(const void *x, const void *y)
+{
+    const struct vm_alloc *a = *(struct vm_alloc *const *)x, *b = *(struct vm_alloc *const *)y;
+    if (a->g->size != b->g->size)
+        return a->g->size > b->g->size ? -1 : 1;
+    return a->sub_count < b->sub_count ? -1 : a->sub_count > b->sub_count;
+}
+
+/* Place every listed allocation (held by the caller). When that fails for want of room, the
+ * list's own placements may be what fragments the segments (alignment, top-down preferences,
+ * the order of the list): every listed allocation that can move without waiting (placed,
+ * idle, unlocked, unpinned) is evicted and the list placed again, largest first, before the
+ * submission gives up (spec 15.4: "if nothing can make room"). */
 static int place_all(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait,
                      bool any_set, uint64_t *last_paging)
 {
     /* An allocation listed twice is one reference, a write if either is. */
-    for (uint32_t i = 0; i < count; i++)
-        vm_lookup(dev, refs[i].allocation)->sub_write = false;
-    for (uint32_t i = 0; i < count; i++)
-        vm_lookup(dev, refs[i].allocation)->sub_write |= (refs[i].flags & VIDMM_REF_WRITE) != 0;
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
-        const bool write = a->sub_write;
-        /* A submission's reference reads or writes; a make-resident may use either set. */
-        unsigned use = any_set ? VM_USE_ANY : write ? VM_USE_WRITE : VM_USE_READ;
-        if (a->lock_count) {
-            /* Rendering with a locked allocation (spec 6.4, 15.17). Its CPU pointer must stay
-             * valid: content in the backing store may only be used through an aperture;
-             * content in a CPU-visible memory segment stays where the pointer is, if the
-             * allocation could have gone to an aperture (see the note in README). */
-            uint32_t set = any_set ? a->g->supported : write ? a->g->desc.supported_write_set
-                                                             : a->g->desc.supported_read_set;
-            if (!has_aperture(dev, set))
-                return VIDMM_E_CANT_RENDER_LOCKED;
-            if (a->where == VIDMM_WHERE_SEGMENT) {
-                vm_touch(dev, a);
-                continue;
+        a->sub_write = false;
+        a->sub_count = UINT32_MAX; /* first position in the list, set below */
+    }
+    uint32_t unique = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        a->sub_write |= (refs[i].flags & VIDMM_REF_WRITE) != 0;
+        if (a->sub_count == UINT32_MAX)
+            a->sub_count = unique++;
+    }
+    int err = 0;
+    for (uint32_t i = 0; i < count && !err; i++)
+        err = place_ref(dev, vm_lookup(dev, refs[i].allocation), donot_wait, any_set);
+    if (err == VIDMM_E_NO_VIDEO_MEMORY && unique > 1) {
+        struct vm_alloc **order = malloc(sizeof *order * unique);
+        if (order) {
+            bool moved = false;
+            for (uint32_t i = 0; i < count; i++) {
+                struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+                order[a->sub_count] = a; /* a duplicate writes the same entry again */
             }
-            use |= VM_USE_APERTURE_ONLY;
+            for (uint32_t k = 0; k < unique; k++) {
+                struct vm_alloc *a = order[k];
+                if ((a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE) && !a->pinned &&
+                    !a->lock_count && !vm_busy(dev, a, false) &&
+                    !(a->range >= 0 && dev->ranges[a->range].active) && vm_evict_one(dev, a, false, false) == 0)
+                    moved = true;
+            }
+            if (moved) {
+                qsort(order, unique, sizeof *order, by_size_desc);
+                err = 0;
+                for (uint32_t k = 0; k < unique && !err; k++)
+                    err = place_ref(dev, order[k], donot_wait, any_set);
+            }
+            free(order);
         }
-        int err = vm_make_resident(dev, a, use, donot_wait);
-        if (err)
-            return err;
-        if (a->paging_fence > *last_paging)
-            *last_paging = a->paging_fence;
     }
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         if (a->paging_fence > *last_paging)
             *last_paging = a->paging_fence;
     }
-    return 0;
+    return err;
 }
 
 int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, uint32_t flags,
                  struct vidmm_residency *where, uint64_t *fence)
 {
-    if (!dev || !refs || count == 0 || count > VM_MAX_REFS || (flags & ~VIDMM_SUBMIT_DONOT_WAIT))
-        return VIDMM_E_INVALID_ARG;
+    if (!dev || !refs)
+        return vidmm_refuse(__func__, !dev ? "dev" : "refs", "NULL", "device.h");
+    if (count == 0 || count > VM_MAX_REFS)
+        return vidmm_refuse(__func__, "count", "0 or above 65536", "device.h");
+    if (flags & ~VIDMM_SUBMIT_DONOT_WAIT)
+        return vidmm_refuse(__func__, "flags", "unknown bits", "device.h");
+    const bool donot_wait = (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0;
     pthread_mutex_lock(&dev->mu);
     int err;
     uint64_t last = 0;
@@ -183,7 +251,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         bool waited;
         err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
         if (!err)
-            err = swap_in_refs(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, &waited);
+            err = swap_in_refs(dev, refs, count, donot_wait, &waited);
         if (err) {
             vm_unlock_and_page(dev);
             return err;
@@ -192,16 +260,18 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
             break; /* the list checked and every allocation in memory, without a wait between */
     }
     hold(dev, refs, count, 1);
-    err = place_all(dev, refs, count, (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0, false, &last);
+    err = place_all(dev, refs, count, donot_wait, false, &last);
     if (!err)
         err = wait_paged(dev, refs, count);
+    if (!err)
+        err = wait_sync_paging(dev, donot_wait);
     if (!err && dev->removed)
         err = VIDMM_E_DEVICE_REMOVED;
     /* Every referenced allocation may have moved while this thread waited: check again. */
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         if (!a)
-            err = VIDMM_E_INVALID_ARG;
+            err = vm_refuse_handle(__func__, refs[i].allocation);
         else if (a->where != VIDMM_WHERE_SEGMENT && a->where != VIDMM_WHERE_APERTURE)
             err = VIDMM_E_NO_VIDEO_MEMORY;
     }
@@ -240,7 +310,8 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
 int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, struct vidmm_residency *where)
 {
     if (!dev || !handles || count == 0 || count > VM_MAX_REFS)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count not in 1..65536",
+                            "device.h");
     struct vidmm_alloc_ref small[16], *refs = count <= 16 ? small : malloc(sizeof *refs * count);
     if (!refs)
         return VIDMM_E_NO_MEMORY;
@@ -277,17 +348,17 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
 int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n, bool write)
 {
     if (!dev || (!buf && n))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : "buf", "NULL", "device.h");
     int err;
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err && (offset > a->g->size || a->g->size - offset < n))
-        err = VIDMM_E_INVALID_ARG;
+        err = vidmm_refuse(__func__, "offset", "the range is outside the allocation", "device.h");
     /* Back from disk; a write waits for a write-out in flight. Each wait releases the mutex:
      * look again until it is in memory. */
     while (!err && (a->where == VIDMM_WHERE_DISK || (write && a->swap != VM_SWAP_NONE))) {
         err = vm_swap_in(dev, &a, 1, true, NULL);
         if (!err && (a = vm_lookup(dev, h)) == NULL)
-            err = VIDMM_E_INVALID_ARG;
+            err = vm_refuse_handle(__func__, h);
     }
     if (!err) {
         /* Held across the wait: no write-out may take its memory meanwhile. */
@@ -328,11 +399,11 @@ out:
 int vidmm_invalidate_cache(vidmm_device *dev, vidmm_handle h, uint64_t offset, uint64_t n)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     int err;
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err && (offset > a->g->size || a->g->size - offset < n))
-        err = VIDMM_E_INVALID_ARG;
+        err = vidmm_refuse(__func__, "offset", "the range is outside the allocation", "device.h");
     if (!err && n) {
         uint8_t *p = vm_content_ptr(dev, a);
         if (p) {

@@ -298,8 +298,12 @@ static bool start_write(vidmm_device *dev, struct vm_alloc *a)
  * least recently there first (dev->sysmem's lists). */
 void vm_budget(vidmm_device *dev)
 {
-    if (!dev->io || !dev->budget || dev->removed || dev->sysmem_used <= dev->budget + dev->writing)
+    if (!dev->budget || dev->removed || dev->sysmem_used <= dev->budget + dev->writing)
         return; /* budget 0: no limit */
+    /* Stale copies of resident allocations go first: no I/O, nothing to read back. */
+    vm_release_stale_backing(dev);
+    if (!dev->io || dev->sysmem_used <= dev->budget + dev->writing)
+        return;
     if (dev->backoff_until && now_ns() < dev->backoff_until)
         return;
     dev->backoff_until = 0;
@@ -477,7 +481,8 @@ int vidmm_make_resident_async(vidmm_device *dev, const vidmm_handle *handles, ui
                               uint64_t *paging_fence)
 {
     if (!dev || !handles || count == 0 || count > 65536 || !paging_fence)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : !paging_fence ? "paging_fence" : "count",
+                            "NULL, or count not in 1..65536", "device.h");
     pthread_mutex_lock(&dev->mu);
     int err = vm_check_handles(dev, handles, count);
     uint64_t f = fence_completed(dev);
@@ -516,11 +521,11 @@ uint64_t vidmm_paging_fence_completed(vidmm_device *dev)
 int vidmm_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     struct timespec dl;
     vm_deadline(timeout_ns, &dl);
     pthread_mutex_lock(&dev->mu);
-    int err = fence > dev->io_fence_issued ? VIDMM_E_INVALID_ARG : 0;
+    int err = fence > dev->io_fence_issued ? vidmm_refuse(__func__, "fence", "never issued", "device.h") : 0;
     while (!err && fence_completed(dev) < fence) {
         if (timeout_ns == UINT64_MAX)
             pthread_cond_wait(&dev->io_cv, &dev->mu);
@@ -534,7 +539,7 @@ int vidmm_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_
 int vidmm_trim_to_budget(vidmm_device *dev, bool wait)
 {
     if (!dev)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
     if (dev->removed) {
         pthread_mutex_unlock(&dev->mu);

@@ -1036,8 +1036,14 @@ Test(item15_18, max_renaming_cap, .timeout = 30)
     a = t_largs(h1, VIDMM_LOCK_DISCARD);
     T_REFUSED(&s, vidmm_lock(dev, &a), VIDMM_E_BUSY);
     cr_assert_eq(a.allocation, h1, "refused DISCARD changed args.allocation");
+    /* NoExistingReference may reuse any instance - but never one the GPU still uses (issue 12,
+     * defect 7): both are busy, the cap is reached, so it is refused like a plain Discard. */
+    a = t_largs(h1, VIDMM_LOCK_DISCARD | VIDMM_LOCK_NO_EXISTING_REFERENCE);
+    T_REFUSED(&s, vidmm_lock(dev, &a), VIDMM_E_BUSY);
+    /* Once the first instance is idle it is the one reused, and no third is made. */
+    t_signal(dev, f0);
     T_OK(lk(dev, h1, VIDMM_LOCK_DISCARD | VIDMM_LOCK_NO_EXISTING_REFERENCE, &a));
-    cr_assert(a.allocation == h0 || a.allocation == h1, "DISCARD | NO_EXISTING_REFERENCE made a third instance");
+    cr_assert_eq(a.allocation, h0, "DISCARD | NO_EXISTING_REFERENCE did not reuse the idle instance");
     t_unlock(dev, a.allocation);
     t_signal(dev, f1 > f0 ? f1 : f0);
     vidmm_device_destroy(dev);

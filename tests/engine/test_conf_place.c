@@ -505,15 +505,28 @@ Test(item15_04, no_video_memory)
     vidmm_device *dev = t_dev_one(ONE);
     vidmm_handle a = mk(dev, Q, T_SET(1), VIDMM_PRIORITY_NORMAL);
     t_use(dev, a, 0);
-    vidmm_handle big = mk(dev, 2 * T_MiB, T_SET(1), VIDMM_PRIORITY_MAXIMUM);
-    vidmm_handle hs[2] = { a, big };
+    /* Larger than every segment of its set: no eviction could ever make room, so it is refused
+     * when created (issue 12, defect 4: fail fast, nothing evicted). */
+    struct vidmm_alloc_desc d = t_adesc(2 * T_MiB, T_SET(1));
+    d.priority = VIDMM_PRIORITY_MAXIMUM;
+    vidmm_handle big = T_OUT_SENTINEL;
     struct t_snap s;
+    t_snap(&s, dev, &a, 1);
+    T_REFUSED(&s, vidmm_alloc_create(dev, &d, &big), VIDMM_E_NO_VIDEO_MEMORY);
+    cr_assert_eq(big, T_OUT_SENTINEL, "a refused create wrote *out");
+    /* One that fits an empty segment but not beside a locked allocation it may not evict:
+     * the placement reports it, and nothing moved. */
+    vidmm_handle fit = mk(dev, ONE, T_SET(1), VIDMM_PRIORITY_MAXIMUM);
+    struct vidmm_lock_args la = t_largs(a, 0);
+    T_OK(vidmm_lock(dev, &la));
+    vidmm_handle hs[2] = { a, fit };
     t_snap(&s, dev, hs, 2);
-    T_REFUSED(&s, vidmm_make_resident(dev, &big, 1, NULL), VIDMM_E_NO_VIDEO_MEMORY);
-    struct vidmm_alloc_ref ref = { big, 0 };
+    T_REFUSED(&s, vidmm_make_resident(dev, &fit, 1, NULL), VIDMM_E_CANT_EVICT_PINNED);
+    struct vidmm_alloc_ref ref = { fit, 0 };
     uint64_t fence = 0;
-    T_REFUSED(&s, vidmm_submit(dev, &ref, 1, 0, NULL, &fence), VIDMM_E_NO_VIDEO_MEMORY);
+    T_REFUSED(&s, vidmm_submit(dev, &ref, 1, 0, NULL, &fence), VIDMM_E_CANT_EVICT_PINNED);
     cr_assert_eq(fence, 0);
+    t_unlock(dev, a);
     vidmm_device_destroy(dev);
 }
 

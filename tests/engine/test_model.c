@@ -65,6 +65,12 @@ struct faulty {
     char failure[200];
     struct vidmm_paging_op last;  /* the operation last refused, to check the retry */
     bool pending;
+    /* The one swizzled allocation's geometry (the model's), for SWIZZLE / UNSWIZZLE transfers:
+     * a lock without a swizzling range (its allocation in a segment that is not CPU-visible,
+     * spec 8.3) unswizzles it through an eviction, which this driver carries out. */
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc surface;
+    uint64_t tiled, linear;
 };
 
 static uint32_t faulty_paging(void *arg, struct vidmm_paging_op *op)
@@ -99,7 +105,18 @@ static uint32_t faulty_paging(void *arg, struct vidmm_paging_op *op)
     f->ops++;
     switch (op->type) {
     case VIDMM_PAGING_TRANSFER:
-        memcpy(op->dst_ptr, op->src_ptr, (size_t)op->size);
+        if (op->flags & VIDMM_TRANSFER_SWIZZLE) {
+            memset(op->dst_ptr, 0, (size_t)op->size);
+            if (vidmm_swizzle_surface(&f->layout, &f->surface, op->dst_ptr, (size_t)f->tiled, op->src_ptr,
+                                      (size_t)f->linear) != 0)
+                snprintf(f->failure, sizeof f->failure, "SWIZZLE transfer of 0x%x failed", op->allocation);
+        } else if (op->flags & VIDMM_TRANSFER_UNSWIZZLE) {
+            if (vidmm_deswizzle_surface(&f->layout, &f->surface, op->src_ptr, (size_t)f->tiled, op->dst_ptr,
+                                        (size_t)f->linear) != 0)
+                snprintf(f->failure, sizeof f->failure, "UNSWIZZLE transfer of 0x%x failed", op->allocation);
+        } else {
+            memcpy(op->dst_ptr, op->src_ptr, (size_t)op->size);
+        }
         break;
     case VIDMM_PAGING_FILL: {
         uint32_t *d = op->dst_ptr;
@@ -411,11 +428,11 @@ static void run_model_ex(struct vidmm_driver *drv, uint32_t threads, uint64_t st
         dd.flags |= VIDMM_DEVICE_LOG_PAGING;
     char dir[] = "/var/tmp/vidmm-model-XXXXXX", path[64] = "";
     if (disk) {
-        /* The disk tier too: 3 MiB of system memory for the content that does not fit. */
+        /* The disk tier too: 1 MiB of system memory for the content that does not fit. */
         cr_assert_not_null(mkdtemp(dir));
         snprintf(path, sizeof path, "%s/swap", dir);
         dd.swap_path = path;
-        dd.sysmem_budget = 3u << 20;
+        dd.sysmem_budget = 1u << 20;
     }
     int err = vidmm_device_create(&dd, &m->dev);
     cr_assert_eq(err, 0, "device_create: %s", vidmm_strerror(err));
@@ -474,13 +491,19 @@ Test(model, builtin_two_threads, .timeout = 300)
     run_model(NULL, 2, 3, NULL);
 }
 
-/* The driver model cannot swizzle, so this variant keeps the swizzled allocation out of
- * paging transfers that need conversion: it still pages it (tiled both ways). */
+/* The driver model carries out every paging operation itself, the swizzled allocation's
+ * conversions included, and injects faults the engine must retry through. */
 Test(model, driver_with_injected_faults, .timeout = 300)
 {
     struct faulty f;
     memset(&f, 0, sizeof f);
     t_rng_init(&f.rng, 99);
+    struct vidmm_tile_layout lay = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    struct vidmm_surface_desc sd = { sizeof sd, 256, 256, 1, 4, 1, 1, 1, 1 }; /* as run_model_ex() */
+    f.layout = lay;
+    f.surface = sd;
+    cr_assert_eq(vidmm_surface_tiled_size(&f.layout, &f.surface, &f.tiled), 0);
+    cr_assert_eq(vidmm_surface_linear_size(&f.layout, &f.surface, &f.linear), 0);
     struct vidmm_driver drv;
     memset(&drv, 0, sizeof drv);
     drv.paging = faulty_paging;
@@ -505,7 +528,7 @@ Test(model, deterministic_paging_log, .timeout = 300)
     cr_assert_neq(h0, 1469598103934665603ull, "empty paging log");
 }
 
-/* The disk tier under the same random sequences: backing stores beyond 3 MiB go to the swap
+/* The disk tier under the same random sequences: backing stores beyond 1 MiB go to the swap
  * file and come back on use - every byte still checked after every step. */
 Test(model, with_disk_tier, .timeout = 300)
 {

@@ -575,7 +575,7 @@ Test(errors, ntstatus_hresult)
         { VIDMM_E_CANT_RENDER_LOCKED, 0xC01E0111u, 0xC0262111u },
         { VIDMM_E_INVALID_INSTANCE, 0xC01E0113u, 0 },
         { VIDMM_E_ALLOCATION_INVALID, 0xC01E0106u, 0 },
-        { VIDMM_E_TIMEOUT, 0x00000102u, 0 },
+        { VIDMM_E_TIMEOUT, 0xC00000B5u, 0 }, /* STATUS_IO_TIMEOUT: a failure (0x102 is a success code) */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         uint32_t nt = vidmm_error_to_ntstatus(rows[i].err), hr = vidmm_error_to_hresult(rows[i].err);
