@@ -189,22 +189,22 @@ int vidmm_option_set(enum vidmm_option opt, long long value)
 {
     const struct opt_desc *d;
     if ((unsigned)opt >= VIDMM_OPT_COUNT_)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse("vidmm_option_set", "opt", "unknown option", "common.h");
     d = &opt_descs[opt];
     switch (d->kind) {
     case OPT_STRING:
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse("vidmm_option_set", d->name, "a string option: use vidmm_option_set_string()", "common.h");
     case OPT_BOOL:
         if (value != 0 && value != 1)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_refuse("vidmm_option_set", d->name, "a boolean is 0 or 1", "common.h");
         break;
     case OPT_INT:
         if (value < d->min || value > d->max)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_refuse("vidmm_option_set", d->name, "out of range", "common.h");
         break;
     case OPT_SIZE:
         if (value < 0)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_refuse("vidmm_option_set", d->name, "a negative size", "common.h");
         break;
     }
     return set_slot(opt, value, NULL);
@@ -214,14 +214,14 @@ int vidmm_option_set_string(enum vidmm_option opt, const char *text)
 {
     long long v;
     if ((unsigned)opt >= VIDMM_OPT_COUNT_)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse("vidmm_option_set_string", "opt", "unknown option", "common.h");
     if (text == NULL) { /* back to unset (strings) or the default */
         if (opt_descs[opt].kind != OPT_STRING)
             return set_slot(opt, opt_descs[opt].def, NULL);
         return set_slot(opt, 0, NULL);
     }
     if (parse(&opt_descs[opt], text, &v) < 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse("vidmm_option_set_string", opt_descs[opt].name, "not a valid value", "common.h");
     return set_slot(opt, v, opt_descs[opt].kind == OPT_STRING ? text : NULL);
 }
 

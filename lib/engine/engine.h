@@ -159,6 +159,8 @@ struct vm_pop {
     /* MAP / UNMAP: the engine maps the pages itself (the "hardware" part) */
     struct vm_segment *seg;
     uint64_t arena_off;
+    uint64_t gpu_fence;         /* UNMAP: the submission fence that must have passed first (the
+                                   GPU may still use the pages: issue 17) */
 };
 
 struct vidmm_device {
@@ -200,6 +202,7 @@ struct vidmm_device {
     vidmm_handle sync_paging_handle; /* whose operation that is */
     uint64_t fatal_fence;       /* the paging fence whose failure removed the device, 0 if none */
     bool executing;             /* a thread is running an operation */
+    uint32_t paging_blocked;    /* the running operation waits for a submission fence */
     uint32_t hold_waiters;      /* destroys waiting for holders to let go (paging_cv) */
     bool stopping;
     uint32_t nthreads;
@@ -294,6 +297,7 @@ uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p);
 int vm_wait_paging(vidmm_device *dev, uint64_t fence);
 int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence);
 int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespec *dl);
+int vm_wait_paging_nowait(vidmm_device *dev, uint64_t fence);
 
 /* swap.c */
 int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);

@@ -590,7 +590,8 @@ retry:
     /* Its paging must be done before the pointer is handed out; waiting releases the mutex, and
      * another thread's submission may have moved it meanwhile: wait until nothing is pending. */
     while (!err && a->paging_fence > dev->paging_done)
-        err = vm_wait_paging_locked(dev, a->paging_fence);
+        err = (f & VIDMM_LOCK_DONOT_WAIT) ? vm_wait_paging_nowait(dev, a->paging_fence)
+                                          : vm_wait_paging_locked(dev, a->paging_fence);
     if (--a->hold == 0 && dev->hold_waiters)
         pthread_cond_broadcast(&dev->paging_cv); /* a destroy is waiting for it */
     if (err)

@@ -117,14 +117,27 @@ static void log_op(vidmm_device *dev, const struct vidmm_paging_op *op)
 
 /* wait_idle() waits until the GPU is done with 'a' (mutex held). With a deadline (a caller's
  * thread running the queue itself) it may give up: VIDMM_E_TIMEOUT. */
+static int wait_fence(vidmm_device *dev, uint64_t f, const struct timespec *dl)
+{
+    if (dev->fence_done >= f || dev->removed)
+        return 0;
+    /* The queue now waits for the GPU: callers that asked not to wait stop waiting for it. */
+    dev->paging_blocked++;
+    pthread_cond_broadcast(&dev->paging_cv);
+    int err = 0;
+    while (dev->fence_done < f && !dev->removed) {
+        if (vm_cond_wait(dev, &dev->fence_cv, dl) != 0 && dev->fence_done < f && !dev->removed) {
+            err = VIDMM_E_TIMEOUT;
+            break;
+        }
+    }
+    dev->paging_blocked--;
+    return err;
+}
+
 static int wait_idle(vidmm_device *dev, const struct vm_alloc *a, const struct timespec *dl)
 {
-    uint64_t f = a->read_fence > a->write_fence ? a->read_fence : a->write_fence;
-    while (dev->fence_done < f && !dev->removed) {
-        if (vm_cond_wait(dev, &dev->fence_cv, dl) != 0 && dev->fence_done < f && !dev->removed)
-            return VIDMM_E_TIMEOUT;
-    }
-    return 0;
+    return wait_fence(dev, a->read_fence > a->write_fence ? a->read_fence : a->write_fence, dl);
 }
 
 /* run_one() runs the oldest queued operation. Called with the mutex held, the queue not empty
@@ -144,6 +157,16 @@ static int run_one(vidmm_device *dev, const struct timespec *dl)
     while (!dev->removed) {
         ran = true;
         bool idle = !p.a || !vm_busy(dev, p.a, false);
+        if (p.gpu_fence > dev->fence_done && tries == 0 &&
+            wait_fence(dev, p.gpu_fence, dl) != 0) {
+            /* An unmap whose pages the GPU may still use: not run, back to the queue's head. */
+            dev->q_head = (dev->q_head + dev->q_cap - 1) % dev->q_cap;
+            dev->q[dev->q_head] = p;
+            dev->q_len++;
+            dev->executing = false;
+            pthread_cond_broadcast(&dev->paging_cv);
+            return VIDMM_E_TIMEOUT;
+        }
         if (dl && !idle && may_be_busy(p.op.type) && !(p.op.flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE) &&
             tries == 0 && wait_idle(dev, p.a, dl) != 0) {
             /* Not run at all: back to the head of the queue for whoever runs it next. */
@@ -271,6 +294,29 @@ int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespe
             err = vm_cond_wait(dev, &dev->paging_cv, dl);
         if (err && dev->paging_done < fence)
             return err;
+    }
+    if (dev->fatal_fence && fence >= dev->fatal_fence)
+        return VIDMM_E_ALLOCATION_INVALID;
+    return 0;
+}
+
+/* vm_wait_paging_nowait(): the same for a caller that asked not to wait for the GPU (DONOT_WAIT):
+ * paging that runs without the GPU is waited for; VIDMM_E_BUSY as soon as the queue must wait
+ * for a submission fence - an operation queued earlier for a busy allocation, by this thread
+ * or another. Its own operations stay queued. */
+int vm_wait_paging_nowait(vidmm_device *dev, uint64_t fence)
+{
+    struct timespec now;
+    vm_deadline(0, &now);
+    while (dev->paging_done < fence) {
+        if (dev->paging_blocked)
+            return VIDMM_E_BUSY;
+        if (dev->nthreads == 0 && !dev->executing && dev->q_len) {
+            if (run_one(dev, &now) != 0 && dev->paging_done < fence)
+                return VIDMM_E_BUSY;
+        } else {
+            pthread_cond_wait(&dev->paging_cv, &dev->mu);
+        }
     }
     if (dev->fatal_fence && fence >= dev->fatal_fence)
         return VIDMM_E_ALLOCATION_INVALID;

@@ -77,7 +77,21 @@ static void emit_transfer(vidmm_device *dev, struct vm_alloc *a, uint32_t type, 
     dev->st.bytes_paged_out += src.segment_id ? a->g->size : 0;
 }
 
+/* emit_map() maps or unmaps 'a''s backing pages at 'off' in aperture 's'. An unmap that
+ * evicts or moves it runs only once the GPU is done with what was mapped there (the fences it
+ * has now): until then the GPU may still read and write through those pages, and the next
+ * allocation mapped at the same offset must not be seen in their place. A destroyed
+ * allocation's unmap does not wait: the caller stopped using it (vidmm_alloc_destroy()). */
+static void emit_map_ex(vidmm_device *dev, struct vm_alloc *a, struct vm_segment *s, uint64_t off, bool map,
+                        bool wait_gpu);
+
 static void emit_map(vidmm_device *dev, struct vm_alloc *a, struct vm_segment *s, uint64_t off, bool map)
+{
+    emit_map_ex(dev, a, s, off, map, !map);
+}
+
+static void emit_map_ex(vidmm_device *dev, struct vm_alloc *a, struct vm_segment *s, uint64_t off, bool map,
+                        bool wait_gpu)
 {
     struct vm_pop p;
     pop_init(&p, map ? VIDMM_PAGING_MAP_APERTURE_SEGMENT : VIDMM_PAGING_UNMAP_APERTURE_SEGMENT, a);
@@ -90,6 +104,8 @@ static void emit_map(vidmm_device *dev, struct vm_alloc *a, struct vm_segment *s
         p.op.flags = VIDMM_MAP_CACHE_COHERENT;
     p.seg = s;
     p.arena_off = a->backing_off;
+    if (wait_gpu)
+        p.gpu_fence = a->read_fence > a->write_fence ? a->read_fence : a->write_fence;
     /* Mapping needs no allocation state when it runs, and an UNMAP may be the last thing a
      * destroyed allocation leaves in the queue: the operation keeps only the handle. */
     p.a = NULL;
@@ -141,7 +157,7 @@ void vm_unplace(vidmm_device *dev, struct vm_alloc *a)
     if (!a->seg)
         return;
     if (a->where == VIDMM_WHERE_APERTURE)
-        emit_map(dev, a, a->seg, a->offset, false);
+        emit_map_ex(dev, a, a->seg, a->offset, false, false);
     give_space(dev, a);
     vm_set_where(dev, a, a->has_backing && a->backing_valid ? VIDMM_WHERE_SYSMEM : VIDMM_WHERE_NONE);
 }

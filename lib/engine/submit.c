@@ -111,7 +111,7 @@ static void hold(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
 /* wait_paged() waits until the paging of every listed (held) allocation is done. Waiting
  * releases the mutex, and another thread's submission may move one of them meanwhile (held, so
  * never evicted, but a write reference moves it into its write set): it waits again then. */
-static int wait_paged(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count)
+static int wait_paged(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, bool donot_wait)
 {
     for (;;) {
         uint64_t last = 0;
@@ -122,7 +122,7 @@ static int wait_paged(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
         }
         if (last <= dev->paging_done)
             return 0;
-        int err = vm_wait_paging_locked(dev, last);
+        int err = donot_wait ? vm_wait_paging_nowait(dev, last) : vm_wait_paging_locked(dev, last);
         if (err)
             return err;
     }
@@ -162,7 +162,8 @@ static int wait_sync_paging(vidmm_device *dev, bool donot_wait)
         const struct vm_alloc *s = vm_lookup(dev, dev->sync_paging_handle);
         if (donot_wait && s && vm_busy(dev, s, false))
             return VIDMM_E_BUSY;
-        int err = vm_wait_paging_locked(dev, dev->sync_paging_fence);
+        int err = donot_wait ? vm_wait_paging_nowait(dev, dev->sync_paging_fence)
+                             : vm_wait_paging_locked(dev, dev->sync_paging_fence);
         if (err)
             return err;
     }
@@ -262,7 +263,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     hold(dev, refs, count, 1);
     err = place_all(dev, refs, count, donot_wait, false, &last);
     if (!err)
-        err = wait_paged(dev, refs, count);
+        err = wait_paged(dev, refs, count, donot_wait);
     if (!err)
         err = wait_sync_paging(dev, donot_wait);
     if (!err && dev->removed)
@@ -334,7 +335,7 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
         hold(dev, refs, count, 1);
         err = place_all(dev, refs, count, false, true, &last);
         if (!err)
-            err = wait_paged(dev, refs, count);
+            err = wait_paged(dev, refs, count, false);
         for (uint32_t i = 0; !err && where && i < count; i++)
             fill_residency(vm_lookup(dev, handles[i]), &where[i]);
         hold(dev, refs, count, -1);

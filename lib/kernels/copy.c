@@ -23,9 +23,12 @@ int vidmm_read_kernel_opts(const struct vidmm_kernel_opts *opts, enum vidmm_back
     *strategy = VIDMM_STRATEGY_AUTO;
     if (opts == NULL)
         return 0;
-    if (opts->size < OPTS_V0_SIZE || (unsigned)opts->backend >= VIDMM_BACKEND_COUNT_ ||
-        (unsigned)opts->strategy >= VIDMM_STRATEGY_COUNT_)
-        return VIDMM_E_INVALID_ARG;
+    if (opts->size < OPTS_V0_SIZE)
+        return vidmm_refuse("vidmm_kernel_opts", "size", "smaller than the first published struct", "kernels.h");
+    if ((unsigned)opts->backend >= VIDMM_BACKEND_COUNT_)
+        return vidmm_refuse("vidmm_kernel_opts", "backend", "unknown backend", "kernels.h");
+    if ((unsigned)opts->strategy >= VIDMM_STRATEGY_COUNT_)
+        return vidmm_refuse("vidmm_kernel_opts", "strategy", "unknown strategy", "kernels.h");
     *backend = opts->backend;
     *strategy = opts->strategy;
     return 0;
@@ -312,8 +315,10 @@ int vidmm_copy_ex(void *dst, const void *src, size_t n, enum vidmm_mem_kind kind
 
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
-    if ((unsigned)kind >= VIDMM_MEM_KIND_COUNT_ || !vidmm_range_ok(dst, n) || !vidmm_range_ok(src, n))
-        return VIDMM_E_INVALID_ARG;
+    if ((unsigned)kind >= VIDMM_MEM_KIND_COUNT_)
+        return vidmm_refuse("vidmm_copy", "kind", "unknown memory kind", "kernels.h");
+    if (!vidmm_range_ok(dst, n) || !vidmm_range_ok(src, n))
+        return vidmm_refuse("vidmm_copy", !vidmm_range_ok(dst, n) ? "dst" : "src", "NULL or wrapping range", "kernels.h");
     ops = backend == VIDMM_BACKEND_AUTO ? vidmm_ops_active() : vidmm_ops_get(backend);
     if (ops == NULL)
         return VIDMM_E_UNSUPPORTED;

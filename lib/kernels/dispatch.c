@@ -273,7 +273,7 @@ int vidmm_cpu_info(struct vidmm_cpu_info *info)
 {
     /* The first published version of the struct ends after nt_threshold. */
     if (info == NULL || info->size < sizeof(struct vidmm_cpu_info))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse("vidmm_cpu_info", "info", "NULL, or size too small", "kernels.h");
     size_t size = info->size;
     memset(info, 0, sizeof(*info));
     info->size = size;

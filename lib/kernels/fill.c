@@ -16,8 +16,12 @@ int vidmm_fill32_ex(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind k
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
     /* DXGK_BUILDPAGINGBUFFER_FILL: FillSize is a multiple of 4 (spec/wddm-vidmm.md 9.3). */
-    if ((unsigned)kind >= VIDMM_MEM_KIND_COUNT_ || !vidmm_range_ok(dst, n) || (n & 3u) != 0)
-        return VIDMM_E_INVALID_ARG;
+    if ((unsigned)kind >= VIDMM_MEM_KIND_COUNT_)
+        return vidmm_refuse("vidmm_fill32", "kind", "unknown memory kind", "kernels.h");
+    if (!vidmm_range_ok(dst, n))
+        return vidmm_refuse("vidmm_fill32", "dst", "NULL or wrapping range", "kernels.h");
+    if (n & 3u)
+        return vidmm_refuse("vidmm_fill32", "n", "not a multiple of 4 (FillSize)", "9.3");
     ops = backend == VIDMM_BACKEND_AUTO ? vidmm_ops_active() : vidmm_ops_get(backend);
     if (ops == NULL)
         return VIDMM_E_UNSUPPORTED;

@@ -63,7 +63,8 @@ const char *vidmm_flush_insn_name(enum vidmm_flush_insn insn)
 int vidmm_flush_ex(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn)
 {
     if (!op_valid(op) || (unsigned)insn >= VIDMM_FLUSH_INSN_COUNT_ || !vidmm_range_ok(p, n))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_refuse("vidmm_flush", !op_valid(op) ? "op" : !vidmm_range_ok(p, n) ? "p" : "insn",
+                            "unknown operation or instruction, or a NULL or wrapping range", "kernels.h");
     if (insn == VIDMM_FLUSH_INSN_AUTO) {
         insn = vidmm_flush_insn(op);
         if (insn == VIDMM_FLUSH_INSN_AUTO)
