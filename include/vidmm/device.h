@@ -177,7 +177,9 @@ struct vidmm_driver {
 
 /* Device flags. */
 #define VIDMM_DEVICE_CACHE_COHERENT  0x1u  /* the adapter snoops CPU caches: IgnoreSync locks of
-                                              Cached allocations are allowed (spec 6.3 rule 4) */
+                                              Cached allocations are allowed (spec 6.3 rule 4).
+                                              Without it they are allowed only for allocations
+                                              whose set has a CACHE_COHERENT aperture segment */
 #define VIDMM_DEVICE_LOG_PAGING      0x2u  /* keep the paging log (vidmm_paging_log_read()) */
 
 /* Memory tiers behind memory segments, best first (statistics say which was obtained). */
@@ -317,8 +319,14 @@ struct vidmm_alloc_desc {
 /* vidmm_alloc_create() validates 'desc' (spec 15.2) and creates an allocation. It is placed
  * nowhere yet: the first submission or make-resident places it in a segment (a lock before
  * that gives its system-memory backing store, as WDDM locks a non-resident allocation). Its
- * content starts as 'fill_pattern' repeated. Returns: 0 with '*out' set, VIDMM_E_INVALID_ARG (a rule of spec
- * 15.2 broken), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
+ * content starts as 'fill_pattern' repeated; no memory is committed for it here (a
+ * PermanentSysMem copy too is committed at its first use). Returns: 0 with '*out' set,
+ * VIDMM_E_INVALID_ARG (a rule of spec 15.2 broken; logged at VIDMM_LOG_DEBUG with the rule),
+ * VIDMM_E_NO_VIDEO_MEMORY (larger than any segment of its set could ever hold: its size - the
+ * top 20 % for Overlay / Capture - and for an aperture its CommitLimit and the adapter's
+ * ApertureSegmentCommitLimit), VIDMM_E_NO_MEMORY (larger than the sysmem_reserve, or no host
+ * memory), VIDMM_E_UNSUPPORTED (EXISTING_* memory whose read or write set has no memory
+ * segment: caller memory cannot be mapped into an aperture here), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out);
 
 /* vidmm_alloc_destroy() destroys an allocation and all its rename instances ('h' may name any
@@ -422,8 +430,10 @@ struct vidmm_residency {
 };
 
 /* Submission flags. */
-#define VIDMM_SUBMIT_DONOT_WAIT 0x1u  /* fail with VIDMM_E_BUSY rather than wait for a busy
-                                         allocation the placement needs to move */
+#define VIDMM_SUBMIT_DONOT_WAIT 0x1u  /* fail with VIDMM_E_BUSY rather than wait for the GPU:
+                                         a busy allocation the placement needs to move or
+                                         evict, paging queued ahead that waits for the GPU, a
+                                         SynchronousPaging operation of a busy allocation */
 
 /* vidmm_submit() makes every listed allocation resident (reading back from the disk tier what
  * was written out: with VIDMM_SUBMIT_DONOT_WAIT such a read is started and VIDMM_E_BUSY
@@ -437,8 +447,14 @@ struct vidmm_residency {
  * one reference (write if either is). Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or
  * > 65536, unknown flags), VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
  * 15.18), VIDMM_E_NO_VIDEO_MEMORY, VIDMM_E_CANT_EVICT_PINNED, VIDMM_E_CANT_RENDER_LOCKED,
- * VIDMM_E_BUSY (DONOT_WAIT), VIDMM_E_DEVICE_REMOVED. On failure no fence is issued; the
- * allocations already paged in for it stay where they are. */
+ * VIDMM_E_BUSY (DONOT_WAIT), VIDMM_E_TIMEOUT (the device's wait_timeout_ns passed waiting
+ * for the GPU: the paging queued for it completes once the GPU signals), VIDMM_E_DEVICE_REMOVED.
+ * On failure no fence is issued; the allocations already paged in for it stay where they are.
+ * When the list does not fit as placed (its own placements fragmenting a segment), its idle
+ * allocations are evicted and the list placed again, largest first, before
+ * VIDMM_E_NO_VIDEO_MEMORY. A submission returns only once every earlier paging operation of a
+ * SynchronousPaging allocation has completed (spec 15.25). Pinned allocations never move: one
+ * placed outside the set a reference needs gives VIDMM_E_CANT_EVICT_PINNED. */
 VIDMM_API int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count,
                            uint32_t flags, struct vidmm_residency *where, uint64_t *fence);
 
@@ -492,20 +508,27 @@ struct vidmm_lock_args {
                                     through a swizzling range: the packed linear surface */
 };
 
-/* vidmm_lock() locks an allocation for CPU access: validation (spec 6.3 / 15.11), relock
- * rules (15.12), synchronisation (15.13), placement (15.14), swizzled locks (15.15, 8.2),
- * alternate VAs (15.16), renaming (15.18). An allocation written out to the disk tier is read
- * back first. Returns: 0; VIDMM_E_INVALID_ARG; VIDMM_E_BUSY (busy and DONOT_WAIT - also while
- * its read-back from disk runs -, or a Discard that could not rename); VIDMM_E_NOT_AVAILABLE
- * (no aperture and DONOT_EVICT); VIDMM_E_CANT_EVICT_PINNED; VIDMM_E_NO_MEMORY; VIDMM_E_IO
- * (the read-back failed: the content is lost, reset to the fill pattern);
+/* vidmm_lock() locks an allocation for CPU access: validation (spec 6.3 / 15.11, Discard
+ * neutralising DONOT_WAIT and IGNORE_SYNC first), relock rules (15.12), synchronisation
+ * (15.13), placement (15.14), swizzled locks (15.15, 8.2: a swizzling range only for an
+ * allocation in a CPU-visible memory segment, else the unswizzling eviction), alternate VAs
+ * (15.16), renaming (15.18: a Discard, with NO_EXISTING_REFERENCE too, never gets an instance
+ * the GPU still uses or another lock holds). An allocation written out to the disk tier is read
+ * back first. Returns: 0; VIDMM_E_INVALID_ARG; VIDMM_E_BUSY (DONOT_WAIT and the lock would wait
+ * for the GPU - the allocation busy, an eviction or copy-back of a busy allocation, paging
+ * queued ahead that waits for the GPU, a read-back from disk -, or a Discard that could not
+ * rename); VIDMM_E_NOT_AVAILABLE (no aperture and DONOT_EVICT); VIDMM_E_CANT_EVICT_PINNED;
+ * VIDMM_E_NO_MEMORY; VIDMM_E_IO (the read-back failed: the content is lost, reset to the fill
+ * pattern); VIDMM_E_TIMEOUT (the device's wait_timeout_ns passed while busy: nothing changed);
  * VIDMM_E_DEVICE_REMOVED. Blocks while the allocation is busy unless told not to. */
 VIDMM_API int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args);
 
 /* vidmm_unlock() unlocks 'count' allocations (D3DDDICB_UNLOCK): a swizzled range's view is
  * tiled back unless the lock was READ_ONLY; a PermanentSysMem allocation resident in a segment
- * gets the listed (or all) pages transferred back. Returns 0, VIDMM_E_INVALID_ARG (count 0,
- * NULL, a handle not locked: nothing unlocked), VIDMM_E_DEVICE_REMOVED. */
+ * gets the listed (or all) pages transferred back - done, and in the paging log, when the call
+ * returns, unless the GPU still uses the allocation (the transfer then waits for the GPU, the
+ * unlock does not). Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
+ * nothing unlocked), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles);
 
 /* vidmm_invalidate_cache() (D3DKMTInvalidateCache): cache maintenance of bytes

@@ -766,16 +766,22 @@ int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
             err = vidmm_refuse(__func__, "handles[]", "listed more often than it is locked", "15.12");
     }
     uint64_t last = 0;
+    bool gpu = false;
     for (uint32_t i = 0; !err && i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, handles[i]);
+        const uint64_t before = a->paging_fence;
         unlock_one(dev, a);
-        if (a->paging_fence > last)
-            last = a->paging_fence;
+        if (a->paging_fence != before) {
+            last = a->paging_fence > last ? a->paging_fence : last;
+            gpu |= vm_busy(dev, a, false);
+        }
     }
     /* The copy-backs an unlock causes (PermanentSysMem) are done, and in the paging log, when
-     * it returns (spec 15.28): the caller may read the log, or the segment copy, at once. */
-    if (!err && last > dev->paging_done)
-        err = vm_wait_paging_locked(dev, last);
+     * it returns (spec 15.28): the caller may read the log, or the segment copy, at once. Not
+     * when the GPU still uses the allocation: the copy-back then waits for the GPU (the unlock
+     * does not), and is logged once it ran. The unlock itself has happened either way. */
+    if (!err && !gpu && last > dev->paging_done)
+        vm_wait_paging_until(dev, last, NULL);
     vm_unlock_and_page(dev);
     return err;
 }

@@ -348,8 +348,8 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
 
 int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n, bool write)
 {
-    if (!dev || (!buf && n))
-        return vidmm_refuse(__func__, !dev ? "dev" : "buf", "NULL", "device.h");
+    if (!dev || !vidmm_range_ok(buf, n))
+        return vidmm_refuse(__func__, !dev ? "dev" : "buf", "NULL, or a range that wraps", "device.h");
     int err;
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err && (offset > a->g->size || a->g->size - offset < n))
