@@ -12,7 +12,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_place
   test_conf_lock
   test_conf_swizzle
-  test_conf_paging)
+  test_conf_paging
+  test_defects17)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
