@@ -406,8 +406,14 @@ static void page_into_memory(vidmm_device *dev, struct vm_alloc *a, struct vm_se
     uint32_t from = a->where;
     struct vm_segment *old = a->seg;
     uint64_t old_off = a->offset;
-    if (old)
+    if (old) {
+        /* A move is an eviction and a page-in: its swizzling ranges (programmed for the old
+         * segment) are released (spec 8.3). Not while a lock uses one: such an allocation
+         * does not move (15.14). */
+        if (!(a->range >= 0 && dev->ranges[a->range].active))
+            vm_range_release_alloc(dev, a);
         give_space(dev, a);
+    }
     take_space(dev, a, s, off, len);
     uint8_t *dst = s->cpu + off;
     if (from == VIDMM_WHERE_NONE && is_sysmem_backed(a) && a->has_backing) {
@@ -463,8 +469,11 @@ static int page_into_aperture(vidmm_device *dev, struct vm_alloc *a, struct vm_s
         /* Fill never targets an aperture (spec 9.3): the engine sets the pages itself. */
         vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
     }
-    if (old)
+    if (old) {
+        if (!(a->range >= 0 && dev->ranges[a->range].active))
+            vm_range_release_alloc(dev, a); /* as page_into_memory() */
         give_space(dev, a);
+    }
     take_space(dev, a, s, off, len);
     emit_map(dev, a, s, off, true);
     if (from == VIDMM_WHERE_SEGMENT) {
