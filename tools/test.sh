@@ -22,8 +22,13 @@ status=0
 for p in "${presets[@]}"; do
   echo "=== vidmm: $p: configure and build"
   cmake --preset "$p" "${extra[@]}" >/dev/null
-  cmake --build --preset "$p" -j"$jobs" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- ' || true
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "vidmm: $p: build failed" >&2; exit 1; }
+  # The build's own status decides, not the filter's: PIPESTATUS is read before anything else
+  # runs (an '|| true' after the pipe would replace it with true's).
+  set +e
+  cmake --build --preset "$p" -j"$jobs" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- '
+  build_status=${PIPESTATUS[0]}
+  set -e
+  [ "$build_status" -eq 0 ] || { echo "vidmm: $p: build failed" >&2; exit 1; }
   echo "=== vidmm: $p: tests"
   log="build/$p/ctest.log"
   if ctest --preset "$p" -j"$jobs" 2>&1 | tee "$log"; then :; else status=1; fi
