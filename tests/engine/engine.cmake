@@ -13,6 +13,7 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_lock
   test_conf_swizzle
   test_conf_paging
+  test_defects12
   test_defects17)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
