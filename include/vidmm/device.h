@@ -211,8 +211,11 @@ struct vidmm_device_desc {
     uint32_t paging_log_capacity;       /* records kept by the paging log; 0: 65536 */
     uint32_t memory_tier;               /* best enum vidmm_memory_tier to try; 0: all */
     const struct vidmm_driver *driver;  /* NULL: built-in executor, no callbacks (copied) */
-    /* The disk tier: backing stores beyond sysmem_budget go to this swap file (created, and
-     * removed at destroy; NULL: no disk tier, the budget is not enforced). */
+    /* The disk tier: backing stores beyond sysmem_budget go to this swap file (NULL: no disk
+     * tier). When no file exists at swap_path, the file is created without a name in its
+     * directory (O_TMPFILE, or created and unlinked at once): nothing is left on disk when the
+     * device is destroyed or the process dies. An existing regular file is used (truncated)
+     * and left in place. */
     const char *swap_path;
     uint64_t swap_max;                  /* bytes of swap file at most; 0: 4 x the segments' sizes */
     uint32_t io_backend;                /* enum vidmm_io_backend; the environment's

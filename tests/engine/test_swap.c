@@ -11,8 +11,11 @@
 #else
 #  include <criterion/criterion.h>
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,4 +350,70 @@ Test(swap, read_enomem_keeps_the_disk_copy, .timeout = 60)
     cr_assert_not(in.content_lost);
     check(&r, on, "after a read-back refused for memory");
     rig_close(&r);
+}
+
+/* Issue 12, defect 18: a swap file never outlives its process. A child creates a device with a
+ * disk tier, has content written out (the file is in use), checks that no file has a name in
+ * the swap directory meanwhile, and is killed (SIGKILL: no destroy, no cleanup of any kind).
+ * The directory must be empty afterwards - the kernel freed the nameless file with the child. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+Test(swap, no_file_left_after_crash, .timeout = 60)
+{
+    struct rig r;
+    memset(&r, 0, sizeof r);
+    make_dir(&r);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct vidmm_segment_desc segs[1] = { { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL } };
+        struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
+        dd.segments = segs;
+        dd.segment_count = 1;
+        dd.sysmem_budget = ASZ;
+        dd.swap_path = r.path;
+        vidmm_device *dev;
+        if (vidmm_device_create(&dd, &dev) != 0)
+            _exit(10);
+        for (int i = 0; i < 4; i++) {
+            struct vidmm_alloc_desc d = { .size_of = sizeof d, .size = ASZ, .flags = VIDMM_ALLOC_CPU_VISIBLE,
+                                          .priority = VIDMM_PRIORITY_NORMAL, .supported_read_set = 1,
+                                          .supported_write_set = 1, .fill_pattern = 0x01010101u * (uint32_t)(i + 1) };
+            vidmm_handle h;
+            struct vidmm_lock_args la = { 0 };
+            if (vidmm_alloc_create(dev, &d, &h) != 0)
+                _exit(11);
+            la.allocation = h;
+            if (vidmm_lock(dev, &la) != 0 || vidmm_unlock(dev, 1, &h) != 0) /* content in system memory */
+                _exit(12);
+        }
+        if (vidmm_trim_to_budget(dev, true) != 0)
+            _exit(13);
+        struct vidmm_stats st = { .size_of = sizeof st };
+        vidmm_get_stats(dev, &st);
+        if (st.swap_writes == 0)
+            _exit(14);
+        if (dir_entries(r.dir) != 0)
+            _exit(15); /* the file in use has a name */
+        raise(SIGKILL);
+        _exit(16);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(!WIFEXITED(status), "the child failed before the crash: exit code %d (15: the swap file had a name "
+                                  "while in use)", WEXITSTATUS(status));
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    int left = dir_entries(r.dir);
+    cr_assert_eq(left, 0, "%d file(s) left in %s after the process died", left, r.dir);
+    rmdir(r.dir);
 }

@@ -290,13 +290,35 @@ static bool probe_direct(struct vmio *io, uint32_t mem_align, uint32_t off_align
     return ok;
 }
 
+/* The swap file has no name while it is used: a process that dies (a crash, SIGKILL) leaves
+ * nothing on disk, as the kernel frees an unlinked file with its last descriptor. O_TMPFILE
+ * creates it nameless in the directory of 'path' (never a window with a name); where the file
+ * system refuses O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels), 'path' is created and unlinked
+ * at once. A file that already exists at 'path' is the caller's: it is used (truncated) and
+ * left in place. */
 static int open_file(struct vmio *io, const char *path)
 {
-    io->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (io->fd >= 0) {
-        io->created = true;
-    } else if (errno == EEXIST) {
-        io->fd = open(path, O_RDWR | O_CLOEXEC);
+    io->fd = -1;
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        char *dir = strdup(path);
+        if (dir == NULL)
+            return VIDMM_E_NO_MEMORY;
+        char *slash = strrchr(dir, '/');
+        const char *d = slash == NULL ? "." : slash == dir ? "/" : dir;
+        if (slash != NULL && slash != dir)
+            *slash = '\0';
+        io->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        int e = errno;
+        free(dir);
+        if (io->fd < 0 && e != EOPNOTSUPP && e != EISDIR && e != EINVAL)
+            return open_errno_to_err(e);
+    }
+    if (io->fd < 0) {
+        io->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (io->fd >= 0)
+            (void)unlink(path); /* nameless from now on */
+        else if (errno == EEXIST)
+            io->fd = open(path, O_RDWR | O_CLOEXEC);
     }
     if (io->fd < 0)
         return open_errno_to_err(errno);
@@ -380,11 +402,8 @@ static void size_staging(struct vmio *io, const struct vmio_config *cfg)
 static void destroy(struct vmio *io)
 {
     vmr_destroy(&io->space); /* safe on the zeroed set of a failed open */
-    if (io->fd >= 0) {
-        close(io->fd);
-        if (io->created && io->path != NULL)
-            unlink(io->path);
-    }
+    if (io->fd >= 0)
+        close(io->fd); /* a file this layer created has no name: closing frees it */
     pthread_mutex_destroy(&io->space_lock);
     pthread_mutex_destroy(&io->fault_lock);
     free(io->path);

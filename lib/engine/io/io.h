@@ -37,8 +37,10 @@ enum vmio_backend {
 };
 
 struct vmio_config {
-    const char *path;           /* the swap file: created if missing, truncated to 0 on open,
-                                   removed by vmio_close() if this layer created it */
+    const char *path;           /* the swap file: created if missing - nameless (O_TMPFILE in
+                                   its directory, or created and unlinked at once), so nothing
+                                   stays on disk even if the process dies; an existing file is
+                                   used, truncated to 0, and left in place */
     uint64_t max_size;          /* bytes of swap space (rounded down to the alignment) */
     uint32_t queue_depth;       /* I/Os in flight per ring (io_uring), or pool threads per ring
                                    (threads backend: 'rings' x 'queue_depth' workers, each with

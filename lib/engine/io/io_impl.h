@@ -99,7 +99,6 @@ extern const struct vmio_backend_ops vmio_uring_ops, vmio_threads_ops, vmio_sync
 struct vmio {
     int fd;
     bool direct;
-    bool created;               /* this layer created the file: vmio_close() removes it */
     char *path;
     uint64_t align;             /* extent and I/O granule */
     uint64_t mem_align;         /* the memory alignment an I/O straight from or into the caller's
