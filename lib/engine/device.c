@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 
 #define VM_DEFAULT_RESERVE (64ull << 30)
+#define VM_MIN_DEFAULT_RESERVE (1ull << 30)
 #define VM_DEFAULT_LOG 65536u
 
 /* ---------------------------------------------------------------------------------------------
@@ -212,8 +213,19 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     dev->st.paging_threads = desc->paging_threads;
 
     uint64_t reserve = desc->sysmem_reserve ? desc->sysmem_reserve : VM_DEFAULT_RESERVE;
-    if ((err = vmos_arena_init(&dev->arena, (size_t)reserve)) != 0 ||
-        (err = vmr_init(&dev->arena_space, reserve)) != 0)
+    err = vmos_arena_init(&dev->arena, (size_t)reserve);
+    /* The default reservation is address space only, but not every process has 64 GiB of it
+     * to give (a 32-bit-wide address-space limit, RLIMIT_AS, valgrind's own limits): halved
+     * until it fits, down to 1 GiB, with a warning. A size the caller chose is not changed. */
+    while (err == VIDMM_E_NO_MEMORY && !desc->sysmem_reserve && reserve > VM_MIN_DEFAULT_RESERVE) {
+        reserve /= 2;
+        err = vmos_arena_init(&dev->arena, (size_t)reserve);
+        if (!err)
+            vidmm_log(VIDMM_LOG_WARN, "vidmm_device_create: the default %llu GiB system-memory reservation failed; "
+                                      "using %llu MiB (set sysmem_reserve to choose)",
+                      (unsigned long long)(VM_DEFAULT_RESERVE >> 30), (unsigned long long)(reserve >> 20));
+    }
+    if (err || (err = vmr_init(&dev->arena_space, reserve)) != 0)
         goto fail;
     for (uint32_t i = 0; i < desc->segment_count; i++) {
         dev->nseg = i + 1;

@@ -21,7 +21,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -155,6 +158,86 @@ static int setup_err(int neg_errno)
     if (neg_errno == -ENOMEM || neg_errno == -EMFILE || neg_errno == -ENFILE)
         return VIDMM_E_NO_MEMORY;
     return VIDMM_E_UNSUPPORTED;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Can a thread block in io_uring_enter() while the others run? The ring threads spend their
+ * lives there, woken by a submitter's write to their eventfd. Under valgrind 3.19 they cannot:
+ * it does not know io_uring_enter() may block and keeps its one big lock across the call, so
+ * no other thread of the process runs until the wait ends - the submitter that would wake the
+ * ring never gets to, and the engine deadlocks. The probe is a real round trip of that kind: a
+ * read of an eventfd is armed on a scratch ring (a POLL_ADD), a second thread writes the
+ * eventfd, and this thread waits for the completion with a timeout. Where threads run during
+ * the wait it arrives at once (about the cost of creating the thread); where they do not, the
+ * wait times out, io_uring is reported unusable and the layer takes the thread pool (io.c),
+ * with a warning. The timeout is generous so a loaded machine is not taken for valgrind: it is
+ * only ever waited in full where io_uring cannot be used anyway. Run once per process.
+ * ------------------------------------------------------------------------------------------- */
+#define PROBE_TIMEOUT_MS 500
+
+static void *probe_writer(void *arg)
+{
+    const uint64_t one = 1;
+    ssize_t w = write(*(const int *)arg, &one, sizeof(one));
+    (void)w; /* a failed write shows as the probe's timeout */
+    return NULL;
+}
+
+/* 1: a thread blocked in io_uring_enter() lets the others run; 0: it does not; a negative
+ * VIDMM_E_* when the probe cannot be made (no ring, no eventfd, no thread). */
+static int probe_blocking_wait(void)
+{
+    struct io_uring ring;
+    int e = io_uring_queue_init(4, &ring, 0);
+    if (e != 0)
+        return setup_err(e);
+    int efd = eventfd(0, EFD_CLOEXEC);
+    if (efd < 0) {
+        io_uring_queue_exit(&ring);
+        return VIDMM_E_NO_MEMORY; /* EMFILE, ENFILE, ENOMEM */
+    }
+    int rc;
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&ring); /* an empty ring of 4 has room */
+    io_uring_prep_poll_add(sqe, efd, POLLIN);
+    io_uring_sqe_set_data64(sqe, UD_EVENT);
+    if ((e = io_uring_submit(&ring)) != 1) {
+        rc = e < 0 ? setup_err(e) : VIDMM_E_UNSUPPORTED;
+    } else {
+        pthread_t th;
+        if ((e = pthread_create(&th, NULL, probe_writer, &efd)) != 0) {
+            rc = e == EAGAIN || e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_IO;
+        } else {
+            struct __kernel_timespec ts = { PROBE_TIMEOUT_MS / 1000, (PROBE_TIMEOUT_MS % 1000) * 1000000ll };
+            struct io_uring_cqe *cqe = NULL;
+            /* A signal handled meanwhile ends the wait early (EINTR): wait again, a few
+             * times at most. */
+            for (int tries = 0; (e = io_uring_wait_cqe_timeout(&ring, &cqe, &ts)) == -EINTR && tries < 4; tries++)
+                ;
+            rc = e == 0 && cqe != NULL && io_uring_cqe_get_data64(cqe) == UD_EVENT && cqe->res > 0;
+            pthread_join(th, NULL);
+        }
+    }
+    /* Exiting the ring cancels a poll still armed (the timed-out case). */
+    io_uring_queue_exit(&ring);
+    close(efd);
+    return rc;
+}
+
+static int blocking_wait_ok(void)
+{
+    static atomic_int cached; /* 0: not probed; 1 / -1: the answer (benign race: same answer) */
+    int c = atomic_load(&cached);
+    if (c == 0) {
+        int r = probe_blocking_wait();
+        if (r < 0)
+            return r;
+        c = r ? 1 : -1;
+        if (c < 0)
+            vidmm_log(VIDMM_LOG_WARN, "vmio: a thread blocked in io_uring_enter() stops every other thread of this "
+                                      "process (valgrind?): io_uring is not used, the thread pool does the I/O");
+        atomic_store(&cached, c);
+    }
+    return c > 0;
 }
 
 static struct io_uring_sqe *get_sqe(struct ur_ring *r)
@@ -556,6 +639,9 @@ static void ur_stop(struct vmio *io)
 
 static int ur_start(struct vmio *io)
 {
+    int ok = blocking_wait_ok();
+    if (ok <= 0)
+        return ok < 0 ? ok : VIDMM_E_UNSUPPORTED;
     struct ur_state *st = calloc(1, sizeof(*st));
     if (st == NULL)
         return VIDMM_E_NO_MEMORY;
