@@ -5,10 +5,18 @@
 # with apt-get; otherwise it prints the exact apt-get line and fails.
 VIDMM_DEB_PACKAGES=(cmake make gcc g++ pkg-config libcriterion-dev libbenchmark-dev liburing-dev
                     libhugetlbfs-dev git ca-certificates)
+# What single modes of tools/test.sh need besides, installed only when they run: valgrind
+# memcheck; libFuzzer (clang 14 and its runtime libraries, which the clang package only
+# recommends) with llvm-symbolizer, so a crash's stack names functions and lines.
+# shellcheck disable=SC2034  # used by tools/test.sh, which sources this file
+VIDMM_DEB_PACKAGES_VALGRIND=(valgrind)
+# shellcheck disable=SC2034
+VIDMM_DEB_PACKAGES_FUZZ=(clang libclang-rt-14-dev llvm-14)
 
+# vidmm_deps [package...]: the common packages and the ones named.
 vidmm_deps() {
   local missing=() p
-  for p in "${VIDMM_DEB_PACKAGES[@]}"; do
+  for p in "${VIDMM_DEB_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

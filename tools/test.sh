@@ -2,16 +2,30 @@
 # SPDX-License-Identifier: MIT
 # tools/test.sh - build and run every test suite: the release build (every backend against the
 # scalar reference, goldens, packaging checks), AddressSanitizer + UndefinedBehaviorSanitizer,
-# ThreadSanitizer (the concurrency tests) and the portable scalar-only build. Ends with the
-# test runner's summary of each. Usage: tools/test.sh [preset...]
+# ThreadSanitizer (the concurrency tests) and the portable scalar-only build, each through its
+# CMake preset and CTest; then two modes of their own:
+#   valgrind  the engine's test programs under valgrind memcheck with the scalar backend, every
+#             test process traced; any memcheck error or definite leak fails;
+#   fuzz      every libFuzzer target (clang, ASan + UBSan) for VIDMM_FUZZ_SECONDS (60) each,
+#             seeded with its corpus tests/fuzz/corpus/<name>/ (new inputs go to a temporary
+#             directory, crash inputs to build/fuzz/artifacts/); any crash fails.
+# Ends with a summary line for each. Usage: tools/test.sh [preset-or-mode...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/deps.sh
 . tools/deps.sh
-vidmm_deps
 
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(release asan-ubsan tsan scalar-only)
+[ ${#presets[@]} -gt 0 ] || presets=(release asan-ubsan tsan scalar-only valgrind fuzz)
+mode_pkgs=()
+for p in "${presets[@]}"; do
+  case $p in
+    valgrind) mode_pkgs+=("${VIDMM_DEB_PACKAGES_VALGRIND[@]}") ;;
+    fuzz) mode_pkgs+=("${VIDMM_DEB_PACKAGES_FUZZ[@]}") ;;
+  esac
+done
+vidmm_deps "${mode_pkgs[@]}"
+
 jobs=$(nproc 2>/dev/null || echo 2)
 extra=()
 # Warnings are errors in CI only, so a newer compiler's new warning does not stop a user.
@@ -19,22 +33,197 @@ extra=()
 
 declare -A summary
 status=0
-for p in "${presets[@]}"; do
-  echo "=== vidmm: $p: configure and build"
-  cmake --preset "$p" "${extra[@]}" >/dev/null
-  # The build's own status decides, not the filter's: PIPESTATUS is read before anything else
-  # runs (an '|| true' after the pipe would replace it with true's).
+
+# configure <preset>
+configure() {
+  echo "=== vidmm: $1: configure and build"
+  cmake --preset "$1" "${extra[@]}" >/dev/null
+}
+
+# build <preset> [target...]: the whole tree, or the targets named. The build's own status
+# decides, not the filter's: PIPESTATUS is read before anything else runs (an '|| true' after
+# the pipe would replace it with true's). A failed build stops the command.
+build() {
+  local p=$1 st
+  shift
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
   set +e
-  cmake --build --preset "$p" -j"$jobs" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- '
-  build_status=${PIPESTATUS[0]}
+  cmake --build --preset "$p" -j"$jobs" "${targets[@]}" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- '
+  st=${PIPESTATUS[0]}
   set -e
-  [ "$build_status" -eq 0 ] || { echo "vidmm: $p: build failed" >&2; exit 1; }
+  [ "$st" -eq 0 ] || { echo "vidmm: $p: build failed" >&2; exit 1; }
+}
+
+# targets_matching <build dir> <extended regex>: the build's targets whose names match, sorted
+# (the Makefile generator's 'help' lists them as '... name').
+targets_matching() {
+  cmake --build "$1" --target help | sed -n 's/^\.\.\. \([A-Za-z0-9_.-]*\).*$/\1/p' | grep -E "$2" | sort -u || true
+}
+
+# The corpus directory of a fuzz target or of its replay program: fuzz_<name>[_replay] ->
+# tests/fuzz/corpus/<name>.
+corpus_of() {
+  local n=${1#fuzz_}
+  echo "tests/fuzz/corpus/${n%_replay}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# CTest presets
+# ---------------------------------------------------------------------------------------------
+run_ctest_preset() {
+  local p=$1 log skipped
+  configure "$p"
+  build "$p"
   echo "=== vidmm: $p: tests"
   log="build/$p/ctest.log"
   if ctest --preset "$p" -j"$jobs" 2>&1 | tee "$log"; then :; else status=1; fi
   summary[$p]=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
   skipped=$(grep -c '\*\*\*Skipped' "$log" || true)
   [ "$skipped" -gt 0 ] && summary[$p]+=" ($skipped skipped: see 'Skipped' above)"
+  return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# valgrind: the engine's suites (conformance, defects, model, disk tier and its I/O layer, range
+# sets, memory tiers) and the engine fuzz corpus replay, built with -g and internal assertions
+# (preset 'valgrind'). Not test_os: it checks the OS layer's own mappings (a 64 GiB reservation
+# among them), which valgrind replaces with its own. Criterion re-executes the test program for
+# every test, so --trace-children puts each test under memcheck too; each process writes its own
+# log, and the mode fails on a failed test or on any log whose ERROR SUMMARY is not 0 (memcheck
+# errors, and definite leaks through --errors-for-leak-kinds). VIDMM_BACKEND=scalar: valgrind
+# 3.19 has no AVX-512, and the scalar kernels are the reference. Under valgrind the library
+# falls back by itself to a smaller address-space reservation and to the thread-pool disk I/O
+# (a thread in io_uring_enter() stops every other one there), each with a logged warning.
+# VIDMM_VALGRIND_PROGRAMS (an extended regex of target names) runs others instead.
+# ---------------------------------------------------------------------------------------------
+VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|fuzz_engine_replay)$'}
+
+run_valgrind() {
+  local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 start
+  start=$(date +%s)
+  configure valgrind
+  local progs=()
+  mapfile -t progs < <(targets_matching "$dir" "$VG_PROGRAMS")
+  if [ ${#progs[@]} -eq 0 ]; then
+    echo "vidmm: valgrind: no engine test program in $dir" >&2
+    status=1
+    summary[valgrind]="no program to run"
+    return 0
+  fi
+  build valgrind "${progs[@]}"
+  echo "=== vidmm: valgrind: memcheck, scalar backend: ${progs[*]}"
+  logs=$dir/memcheck
+  rm -rf "$logs"
+  mkdir -p "$logs"
+  for t in "${progs[@]}"; do
+    local args=(--short-filename -j"$jobs")
+    if [[ $t == fuzz_*_replay ]]; then
+      args=("$(corpus_of "$t")")
+      if [ -z "$(find "${args[0]}" -type f 2>/dev/null | head -n 1)" ]; then
+        echo "$t: no corpus in ${args[0]}: nothing to replay (its CTest replay fails for that)"
+        continue
+      fi
+    fi
+    set +e
+    VIDMM_BACKEND=scalar timeout -k 30 1800 \
+      valgrind --tool=memcheck --trace-children=yes --error-exitcode=99 --num-callers=32 \
+      --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+      --log-file="$logs/$t.%p.log" "$dir/tests/$t" "${args[@]}" >"$logs/$t.out" 2>&1
+    rc=$?
+    set -e
+    n_prog=$((n_prog + 1))
+    # Every process's log ends with its ERROR SUMMARY; one that is not 0 names the culprit. (A
+    # process killed before its end writes none: a test worker's death fails its test anyway.)
+    bad=$(grep -l -E 'ERROR SUMMARY: [1-9]' "$logs/$t".*.log 2>/dev/null || true)
+    errs=$(cat "$logs/$t".*.log 2>/dev/null | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' |
+           awk '{ s += $1 } END { print s + 0 }')
+    printf '%-24s exit %-3d memcheck errors %-4s %s\n' "$t" "$rc" "$errs" \
+      "$(grep -h -E 'Synthesis|Skipped:' "$logs/$t.out" | sed -e 's/^\[====\] //' -e 's/ (run with.*//' | tac | paste -sd ' ')"
+    if [ "$rc" -ne 0 ] || [ -n "$bad" ]; then
+      n_fail=$((n_fail + 1))
+      n_err=$((n_err + errs))
+      echo "--- $t: output" >&2
+      tail -n 60 "$logs/$t.out" >&2
+      local f
+      for f in $bad; do
+        echo "--- $f" >&2
+        head -n 150 "$f" >&2
+      done
+    fi
+  done
+  summary[valgrind]="$((n_prog - n_fail)) of $n_prog programs clean"
+  [ "$n_fail" -eq 0 ] || { summary[valgrind]+=" ($n_err memcheck errors; logs in $logs)"; status=1; }
+  summary[valgrind]+=", $(($(date +%s) - start)) s"
+  return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# fuzz: every libFuzzer binary of the 'fuzz' preset - the list tests/CMakeLists.txt writes to
+# build/fuzz/fuzzers.txt, so a tests/fuzz/fuzz_<name>.c registered with vidmm_add_fuzz_target()
+# is picked up as it is - for VIDMM_FUZZ_SECONDS each. The repository's corpus is read, never written: new
+# inputs go to a temporary directory deleted afterwards. A crash, a leak, a sanitizer report, an
+# input running longer than 60 s or an out-of-memory fails the mode; the reproducer is kept in
+# build/fuzz/artifacts/ and named in the output.
+# ---------------------------------------------------------------------------------------------
+run_fuzz() {
+  local dir=build/fuzz secs=${VIDMM_FUZZ_SECONDS:-60} t rc execs corpus work log n_fail=0 start
+  start=$(date +%s)
+  [[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "vidmm: VIDMM_FUZZ_SECONDS=$secs: not a number of seconds" >&2; exit 2; }
+  rm -f "$dir/fuzzers.txt"
+  configure fuzz
+  local targets=()
+  [ -f "$dir/fuzzers.txt" ] && mapfile -t targets < <(grep -E '^[A-Za-z0-9_]+$' "$dir/fuzzers.txt" | sort -u)
+  if [ ${#targets[@]} -eq 0 ]; then
+    echo "vidmm: fuzz: no libFuzzer target in $dir" >&2
+    status=1
+    summary[fuzz]="no target"
+    return 0
+  fi
+  build fuzz "${targets[@]}"
+  mkdir -p "$dir/artifacts"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/vidmm-fuzz.XXXXXX")
+  local sym=/usr/lib/llvm-14/bin/llvm-symbolizer
+  [ -x "$sym" ] || sym=$(command -v llvm-symbolizer || true)
+  summary[fuzz]=""
+  for t in "${targets[@]}"; do
+    corpus=$(corpus_of "$t")
+    local seeds=()
+    if [ -d "$corpus" ]; then seeds=("$corpus"); else echo "vidmm: fuzz: $t has no corpus ($corpus)" >&2; fi
+    mkdir -p "$work/$t"
+    rm -f "$dir/artifacts/$t-"*
+    log=$dir/$t.log
+    echo "=== vidmm: fuzz: $t for $secs s (corpus $corpus)"
+    set +e
+    ASAN_SYMBOLIZER_PATH=$sym UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      timeout -k 30 $((secs + 600)) "$dir/tests/$t" -max_total_time="$secs" -timeout=60 -print_final_stats=1 \
+      -artifact_prefix="$dir/artifacts/$t-" "$work/$t" "${seeds[@]}" >"$log" 2>&1
+    rc=$?
+    set -e
+    execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+    printf '%-24s exit %-3d %s executions in %s s, %s new inputs\n' "$t" "$rc" "${execs:-?}" "$secs" \
+      "$(find "$work/$t" -type f | wc -l)"
+    summary[fuzz]+="${summary[fuzz]:+, }$t ${execs:-?} execs"
+    if [ "$rc" -ne 0 ]; then
+      n_fail=$((n_fail + 1))
+      echo "--- $t: exit $rc; the end of $log:" >&2
+      tail -n 80 "$log" >&2
+      find "$dir/artifacts" -name "$t-*" -printf 'reproducer: %p\n' >&2 || true
+      summary[fuzz]+=" (FAILED)"
+    fi
+  done
+  rm -rf "$work"
+  [ "$n_fail" -eq 0 ] || status=1
+  summary[fuzz]+=", $(($(date +%s) - start)) s"
+  return 0
+}
+
+for p in "${presets[@]}"; do
+  case $p in
+    valgrind) run_valgrind ;;
+    fuzz) run_fuzz ;;
+    *) run_ctest_preset "$p" ;;
+  esac
 done
 
 echo

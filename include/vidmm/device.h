@@ -245,8 +245,10 @@ enum vidmm_io_backend {
  * 15.1 broken, or a bad descriptor), VIDMM_E_NO_MEMORY. */
 VIDMM_API int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out);
 
-/* vidmm_device_destroy() waits for paging in flight, then frees everything: every allocation,
- * lock and mapping. Pointers the device handed out become invalid. NULL is ignored. */
+/* vidmm_device_destroy() frees everything: every allocation, lock and mapping. It waits for the
+ * paging operation running now, not for the GPU: queued operations that have not run are
+ * dropped (their bytes are being freed), and unsignalled fences are not waited for. Pointers the
+ * device handed out become invalid. NULL is ignored. */
 VIDMM_API void vidmm_device_destroy(vidmm_device *dev);
 
 /* vidmm_device_remove() simulates a TDR / PnP stop (spec 15.27): outstanding locks are
@@ -334,7 +336,9 @@ VIDMM_API int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_des
 
 /* vidmm_alloc_destroy() destroys an allocation and all its rename instances ('h' may name any
  * instance). It waits for nothing: the caller stops using it first. Locks held on it end.
- * Returns 0, VIDMM_E_INVALID_ARG (unknown handle), VIDMM_E_DEVICE_REMOVED (and destroys it). */
+ * Returns 0, VIDMM_E_INVALID_ARG (unknown handle), VIDMM_E_DEVICE_REMOVED (and destroys it),
+ * VIDMM_E_TIMEOUT (paging queued for it waits for the GPU beyond the device's wait_timeout_ns:
+ * nothing destroyed). */
 VIDMM_API int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h);
 
 /* Where an allocation's current content is. */

@@ -447,8 +447,12 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
             dev->hold_waiters++;
             pthread_cond_wait(&dev->paging_cv, &dev->mu);
             dev->hold_waiters--;
-        } else
-            vm_wait_paging_locked(dev, last);
+        } else if (vm_wait_paging_locked(dev, last) == VIDMM_E_TIMEOUT) {
+            /* Its paging waits behind the GPU beyond the device's wait timeout: nothing is
+             * destroyed (the operations still use its memory). */
+            pthread_mutex_unlock(&dev->mu);
+            return VIDMM_E_TIMEOUT;
+        }
         if (vm_lookup(dev, h) != a) { /* destroyed meanwhile by another thread */
             pthread_mutex_unlock(&dev->mu);
             return vm_refuse_handle(__func__, h);

@@ -255,10 +255,15 @@ void vidmm_device_destroy(vidmm_device *dev)
 {
     if (!dev)
         return;
+    /* The GPU is gone with the device: nothing waits for its fences any more (paging that
+     * would, and blocked callers, see the device removed), and what is still queued is
+     * drained without being run - every byte is about to be freed. */
     pthread_mutex_lock(&dev->mu);
-    uint64_t last = dev->paging_issued;
+    dev->removed = true;
+    pthread_cond_broadcast(&dev->fence_cv);
+    pthread_cond_broadcast(&dev->paging_cv);
+    vm_wait_paging_until(dev, dev->paging_issued, NULL);
     pthread_mutex_unlock(&dev->mu);
-    vm_wait_paging(dev, last);
     vm_paging_stop(dev);
     vm_swap_close(dev); /* I/O in flight is cancelled or completes first */
     pthread_mutex_lock(&dev->mu);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <hugetlbfs.h>
@@ -492,6 +493,67 @@ Test(arena, sparse_64g, .timeout = T_TIMEOUT)
     cr_assert_eq(a.base[reserve - 1], 0);
     cr_assert_eq(fcntl(a.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC, "the memfd is not close-on-exec");
     vmos_arena_destroy(&a);
+}
+
+/* Address space of this process, in bytes (VmSize), or 0. */
+static size_t vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb << 10;
+}
+
+/* Issue 12, defect 21: a process with less address space than the default 64 GiB reservation
+ * (RLIMIT_AS here; valgrind's own limit in practice) still gets a device - the reservation is
+ * halved until it fits, with one warning that says so - while a size the caller chose is not
+ * changed behind its back. The limit is what the process already maps plus 12 GiB (a sanitizer
+ * runtime maps terabytes of shadow up front), so 8 GiB is the reservation that fits. */
+Test(arena, default_reservation_falls_back, .timeout = T_TIMEOUT)
+{
+    size_t vm = vm_size();
+    cr_assert_gt(vm, 0, "VmSize not found in /proc/self/status");
+    struct rlimit lim = { vm + ((size_t)12 << 30), vm + ((size_t)12 << 30) };
+    cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0, "RLIMIT_AS: %s", strerror(errno));
+
+    struct t_log log;
+    t_log_reset(&log);
+    vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_DEBUG);
+    struct vidmm_segment_desc seg = { 0x10000000ull, 16u << 20, 16u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL };
+    struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
+    dd.segments = &seg;
+    dd.segment_count = 1;
+    vidmm_device *dev = NULL;
+    int rc = vidmm_device_create(&dd, &dev);
+    vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
+    cr_assert_eq(rc, 0, "default reservation under RLIMIT_AS of VmSize + 12 GiB: %s", vidmm_strerror(rc));
+    cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_WARN]), 1, "expected one warning, got %d",
+                 atomic_load(&log.count[VIDMM_LOG_WARN]));
+    cr_assert(strstr(log.first_warn, "reservation") != NULL && strstr(log.first_warn, "8192 MiB") != NULL,
+              "warning: %s", log.first_warn);
+    /* The device works: an allocation is created, placed and locked. */
+    struct vidmm_alloc_desc ad = { .size_of = sizeof ad, .size = 1u << 20, .flags = VIDMM_ALLOC_CPU_VISIBLE,
+                                   .priority = VIDMM_PRIORITY_NORMAL, .supported_read_set = 1,
+                                   .supported_write_set = 1 };
+    vidmm_handle h;
+    cr_assert_eq(vidmm_alloc_create(dev, &ad, &h), 0);
+    struct vidmm_lock_args la = { .allocation = h };
+    cr_assert_eq(vidmm_lock(dev, &la), 0);
+    memset(la.data, 0x5C, 1u << 20);
+    cr_assert_eq(vidmm_unlock(dev, 1, &h), 0);
+    vidmm_device_destroy(dev);
+
+    dd.sysmem_reserve = (uint64_t)64 << 30;
+    dev = NULL;
+    rc = vidmm_device_create(&dd, &dev);
+    cr_assert_eq(rc, VIDMM_E_NO_MEMORY, "a 64 GiB sysmem_reserve the process cannot map: %s", vidmm_strerror(rc));
+    cr_assert_null(dev);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "engine/io/io_impl.h"
 
@@ -166,19 +167,33 @@ static int setup_err(int neg_errno)
  * it does not know io_uring_enter() may block and keeps its one big lock across the call, so
  * no other thread of the process runs until the wait ends - the submitter that would wake the
  * ring never gets to, and the engine deadlocks. The probe is a real round trip of that kind: a
- * read of an eventfd is armed on a scratch ring (a POLL_ADD), a second thread writes the
- * eventfd, and this thread waits for the completion with a timeout. Where threads run during
- * the wait it arrives at once (about the cost of creating the thread); where they do not, the
- * wait times out, io_uring is reported unusable and the layer takes the thread pool (io.c),
- * with a warning. The timeout is generous so a loaded machine is not taken for valgrind: it is
- * only ever waited in full where io_uring cannot be used anyway. Run once per process.
+ * read of an eventfd is armed on a scratch ring (a POLL_ADD) and this thread waits for its
+ * completion, with a timeout, while a second thread writes the eventfd. The write must come
+ * while the wait is under way, not before it (a completion already there would prove
+ * nothing): the writer waits until this thread says it is about to enter the kernel, naps
+ * PROBE_NAP_US more so that it has, then writes. Where threads run during the wait the
+ * completion arrives after the nap (a few ms, once per process); where they do not, the write
+ * cannot happen before the timeout, the wait times out, io_uring is reported unusable and the
+ * layer takes the thread pool (io.c) with a warning. The timeout is generous so a loaded
+ * machine is not taken for valgrind: it is only waited in full where io_uring cannot be used.
  * ------------------------------------------------------------------------------------------- */
 #define PROBE_TIMEOUT_MS 500
+#define PROBE_NAP_US 2000
+
+struct probe {
+    int efd;
+    atomic_bool waiting;        /* the prober is about to enter io_uring_enter() */
+};
 
 static void *probe_writer(void *arg)
 {
+    struct probe *p = arg;
+    const struct timespec tick = { 0, 100000 }, nap = { 0, PROBE_NAP_US * 1000l };
+    while (!atomic_load(&p->waiting))
+        nanosleep(&tick, NULL);
+    nanosleep(&nap, NULL);
     const uint64_t one = 1;
-    ssize_t w = write(*(const int *)arg, &one, sizeof(one));
+    ssize_t w = write(p->efd, &one, sizeof(one));
     (void)w; /* a failed write shows as the probe's timeout */
     return NULL;
 }
@@ -191,24 +206,25 @@ static int probe_blocking_wait(void)
     int e = io_uring_queue_init(4, &ring, 0);
     if (e != 0)
         return setup_err(e);
-    int efd = eventfd(0, EFD_CLOEXEC);
-    if (efd < 0) {
+    struct probe p = { .efd = eventfd(0, EFD_CLOEXEC) };
+    if (p.efd < 0) {
         io_uring_queue_exit(&ring);
         return VIDMM_E_NO_MEMORY; /* EMFILE, ENFILE, ENOMEM */
     }
     int rc;
     struct io_uring_sqe *sqe = io_uring_get_sqe(&ring); /* an empty ring of 4 has room */
-    io_uring_prep_poll_add(sqe, efd, POLLIN);
+    io_uring_prep_poll_add(sqe, p.efd, POLLIN);
     io_uring_sqe_set_data64(sqe, UD_EVENT);
     if ((e = io_uring_submit(&ring)) != 1) {
         rc = e < 0 ? setup_err(e) : VIDMM_E_UNSUPPORTED;
     } else {
         pthread_t th;
-        if ((e = pthread_create(&th, NULL, probe_writer, &efd)) != 0) {
+        if ((e = pthread_create(&th, NULL, probe_writer, &p)) != 0) {
             rc = e == EAGAIN || e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_IO;
         } else {
             struct __kernel_timespec ts = { PROBE_TIMEOUT_MS / 1000, (PROBE_TIMEOUT_MS % 1000) * 1000000ll };
             struct io_uring_cqe *cqe = NULL;
+            atomic_store(&p.waiting, true);
             /* A signal handled meanwhile ends the wait early (EINTR): wait again, a few
              * times at most. */
             for (int tries = 0; (e = io_uring_wait_cqe_timeout(&ring, &cqe, &ts)) == -EINTR && tries < 4; tries++)
@@ -219,7 +235,7 @@ static int probe_blocking_wait(void)
     }
     /* Exiting the ring cancels a poll still armed (the timed-out case). */
     io_uring_queue_exit(&ring);
-    close(efd);
+    close(p.efd);
     return rc;
 }
 

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/fuzz/fuzz_engine_random.c - the seeded random driver of the engine's model-based fuzz
+ * target (fuzz_engine.c): random inputs from a seed, each run through LLVMFuzzerTestOneInput(),
+ * so that exploration runs in every test run too, not only under libFuzzer. The seed is printed
+ * first; VIDMM_TEST_SEED=<n> replays a failure, VIDMM_FUZZ_ITERATIONS=<n> sets how many inputs
+ * (default 300). With '--write-corpus DIR' it writes its inputs there instead of running them
+ * (how tests/fuzz/corpus/engine/ was seeded). A failure is the target's abort(). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint64_t next(uint64_t *s)
+{
+    /* splitmix64 (Steele, Lea, Flood 2014): the constants are the published ones */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc == 3 && strcmp(argv[1], "--write-corpus") == 0 ? argv[2] : NULL;
+    const char *e = getenv("VIDMM_TEST_SEED");
+    uint64_t seed = e ? strtoull(e, NULL, 0) : (uint64_t)time(NULL);
+    e = getenv("VIDMM_FUZZ_ITERATIONS");
+    long iters = e ? atol(e) : 300;
+    printf("fuzz_engine_random: seed 0x%llx (VIDMM_TEST_SEED replays), %ld inputs\n", (unsigned long long)seed, iters);
+    fflush(stdout);
+    uint64_t s = seed;
+    static uint8_t buf[1 + 4 * 96];
+    for (long i = 0; i < iters; i++) {
+        size_t n = 1 + 4 * (size_t)(8 + next(&s) % 89);
+        for (size_t k = 0; k < n; k += 8) {
+            uint64_t r = next(&s);
+            memcpy(buf + k, &r, n - k < 8 ? n - k : 8);
+        }
+        if (dir) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/random-%03ld", dir, i);
+            FILE *f = fopen(path, "wb");
+            if (!f || fwrite(buf, 1, n, f) != n) {
+                fprintf(stderr, "cannot write %s\n", path);
+                return 1;
+            }
+            fclose(f);
+            continue;
+        }
+        if (getenv("VIDMM_FUZZ_TRACE"))
+            fprintf(stderr, "input %ld\n", i);
+        if (getenv("VIDMM_FUZZ_DUMP")) { /* the input about to run, to replay it alone */
+            FILE *f = fopen(getenv("VIDMM_FUZZ_DUMP"), "wb");
+            if (f) {
+                fwrite(buf, 1, n, f);
+                fclose(f);
+            }
+        }
+        LLVMFuzzerTestOneInput(buf, n);
+    }
+    printf("fuzz_engine_random: %ld inputs passed\n", iters);
+    return 0;
+}
