@@ -315,6 +315,53 @@ static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const s
     return true;
 }
 
+static int by_offset(const void *x, const void *y)
+{
+    const uint64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* room_possible(): could evicting every allocation of 's' that may go make a hole for 'w'?
+ * Those that may not - pinned, locked, held by a call, in a range lock, and with 'donot_wait'
+ * the busy ones - stay where they are; a hole between them must hold the aligned length. Lets
+ * make_room() refuse at once, before evicting anything, when no eviction could ever help
+ * (issue 17: evicting everything first, then failing, moved content and queued paging for
+ * nothing). '*pinned_block' says whether a pinned or locked allocation is among the blockers.
+ * Without memory for the list it answers yes (the eviction loop then decides, as before). */
+static bool room_possible(const vidmm_device *dev, const struct vm_segment *s, const struct vm_alloc *a,
+                          const struct want *w, bool donot_wait, bool *pinned_block)
+{
+    *pinned_block = false;
+    uint64_t (*r)[2] = malloc(sizeof *r * (s->count + 1u));
+    if (!r)
+        return true;
+    size_t n = 0;
+    for (uint32_t bi = 0; bi < s->nbuckets; bi++) {
+        for (const struct vm_alloc *v = s->buckets[bi].head; v; v = v->res_next) {
+            if (n == s->count)
+                break;
+            if (evictable(dev, v, a) && !(donot_wait && vm_busy(dev, v, false)))
+                continue;
+            *pinned_block |= v->pinned || v->lock_count;
+            r[n][0] = v->offset;
+            r[n][1] = v->offset + v->space;
+            n++;
+        }
+    }
+    qsort(r, n, sizeof *r, by_offset);
+    bool ok = false;
+    uint64_t at = w->lo;
+    for (size_t i = 0; i <= n && !ok; i++) {
+        const uint64_t end = i < n ? (r[i][0] < w->hi ? r[i][0] : w->hi) : w->hi;
+        const uint64_t start = vm_round_up(at, w->align);
+        ok = start <= end && end - start >= w->len;
+        if (i < n && r[i][1] > at)
+            at = r[i][1];
+    }
+    free(r);
+    return ok;
+}
+
 /* make_room() evicts from 's' until 'w' fits, in the order of spec 15.4: lowest priority
  * first, least recently used first; allocations the GPU still uses (busy) only after every
  * idle one of priority below MAXIMUM, and MAXIMUM ("soft-pinned") last of all. Returns 0 with
@@ -338,6 +385,11 @@ static int make_room(vidmm_device *dev, struct vm_segment *s, struct vm_alloc *a
     if (freeb + (s->used - s->pinned_bytes) < w->len)
         return s->pinned_bytes && freeb + s->used >= w->len ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
     bool blocked = false;
+    if (!room_possible(dev, s, a, w, false, &blocked))
+        return blocked ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
+    if (donot_wait && !room_possible(dev, s, a, w, true, &blocked))
+        return VIDMM_E_BUSY; /* only evicting allocations the GPU still uses would make room */
+    blocked = false;
     for (int pass = 0; pass < 3; pass++) {
         for (uint32_t bi = 0; bi < s->nbuckets;) {
             const uint32_t prio = s->buckets[bi].prio;

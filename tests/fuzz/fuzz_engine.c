@@ -19,7 +19,9 @@
  * A mismatch prints the step and aborts (libFuzzer's crash; the replay test's failure).
  *
  * Input: byte 0 device shape (bit 0: a paging thread; bit 1: a disk tier with a 256 KiB budget;
- * bit 2: VIDMM_DEVICE_CACHE_COHERENT), then one operation per 4 bytes (opcode, then three
+ * bit 2: VIDMM_DEVICE_CACHE_COHERENT; bit 3: the segment table of issue 17's cases - a
+ * PitchAlignment segment, a 64 KB-page aperture with a commit limit, an adapter aperture limit),
+ * then one operation per 4 bytes (opcode, then three
  * argument bytes); missing bytes read as 0. Rules cited are shared/spec/wddm-vidmm.md's. */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -44,6 +46,15 @@ static const struct vidmm_segment_desc segs[3] = {
     { 0x10000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
     { 0x20000000ull, 512u << 10, 512u << 10, 0, 0, NULL },
     { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE, 0, NULL },
+};
+/* The second shape (input byte 0, bit 3), for the segment kinds of issue 17: segment 2 is a
+ * PitchAlignment segment (allocations take their PitchAlignedSize there), segment 3 an aperture
+ * of 64 KB pages (Alignment 64 KB) that may map half its size, and the adapter 768 KiB of
+ * apertures at most - placements near the commit limits. */
+static const struct vidmm_segment_desc segs_alt[3] = {
+    { 0x10000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
+    { 0x20000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_PITCH_ALIGNMENT, 0, NULL },
+    { 0x40000000ull, 1u << 20, 512u << 10, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_USE_64KB_PAGES, 0, NULL },
 };
 static const uint32_t sets[6] = { 0x1, 0x3, 0x5, 0x7, 0x6, 0x2 }; /* supported sets drawn from */
 
@@ -71,7 +82,8 @@ struct fz {
     const uint8_t *p;
     size_t n;
     vidmm_device *dev;
-    bool removed, cache_coherent, disk;
+    bool removed, cache_coherent, disk, alt;
+    const struct vidmm_segment_desc *segs;
     uint64_t issued, done;
     bool stalled;               /* a call timed out with paging queued behind the GPU */
     struct group g[MAX_GROUPS];
@@ -181,7 +193,7 @@ static void check_all(struct fz *f)
                 CHECK(q.segment_id >= 1 && q.segment_id <= 3, "0x%x in segment %u", in->h, q.segment_id);
                 CHECK((g->set >> (q.segment_id - 1)) & 1, "0x%x in segment %u outside its set 0x%x", in->h,
                       q.segment_id, g->set);
-                const struct vidmm_segment_desc *s = &segs[q.segment_id - 1];
+                const struct vidmm_segment_desc *s = &f->segs[q.segment_id - 1];
                 CHECK(q.offset + q.size <= s->size && q.offset % PG == 0, "0x%x at 0x%llx+0x%llx outside segment %u",
                       in->h, (unsigned long long)q.offset, (unsigned long long)q.size, q.segment_id);
                 pl[np++] = (struct placed){ q.segment_id, q.offset, q.size, in->h };
@@ -291,6 +303,10 @@ static void op_create(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     default: break;
     }
     d.supported_read_set = d.supported_write_set = set;
+    if (f->alt && (set & 0x4))
+        d.alignment = 65536; /* spec 15.2: a multiple of 64 KB with a Use64KBPages segment */
+    if (f->alt && (set & 0x2))
+        d.pitch_aligned_size = d.size + (uint64_t)(a % 4) * PG + (a & 1) * 100; /* spec 15.2 */
     d.eviction_set = (set & 0x4) && (c & 0x10) ? 0x4 : 0;
     /* Invalid descriptors now and then, each breaking one rule of spec 15.2: refused, nothing
      * created. */
@@ -374,6 +390,8 @@ static void op_submit(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     int rc = vidmm_submit(f->dev, refs, n, dnw ? VIDMM_SUBMIT_DONOT_WAIT : 0, where, &fence);
     if (dnw)
         no_block(t0, "vidmm_submit");
+    if (trace)
+        fprintf(stderr, "  submit of %u: %s, fence %llu\n", n, vidmm_strerror(rc), (unsigned long long)fence);
     if (f->removed) {
         CHECK(rc == VIDMM_E_DEVICE_REMOVED, "submit after removal: %s", vidmm_strerror(rc));
         return;
@@ -387,7 +405,9 @@ static void op_submit(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
                   (!dnw && rc == VIDMM_E_TIMEOUT) || (locked && rc == VIDMM_E_CANT_RENDER_LOCKED),
               "submit (DONOT_WAIT %d, locked %d): %s", dnw, locked, vidmm_strerror(rc));
         CHECK(fence == 0, "a failed submission issued fence %llu", (unsigned long long)fence);
-        if (rc == VIDMM_E_TIMEOUT)
+        /* Victims it evicted stay evicted (device.h); one the GPU still used leaves paging
+         * queued that waits for the GPU. */
+        if (rc == VIDMM_E_TIMEOUT || f->issued > f->done)
             f->stalled = true;
         return;
     }
@@ -470,6 +490,8 @@ static void op_lock(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     struct snap s;
     snap(f, &s);
     const bool dnw = (ef & VIDMM_LOCK_DONOT_WAIT) != 0;
+    struct vidmm_alloc_info qi = { .size_of = sizeof qi };
+    const bool on_disk = !f->removed && vidmm_alloc_query(f->dev, in->h, &qi) == 0 && qi.where == VIDMM_WHERE_DISK;
     const uint64_t t0 = now_ns();
     rc = vidmm_lock(f->dev, &la);
     if (dnw)
@@ -522,9 +544,12 @@ static void op_lock(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
         if (b_) {
             CHECK(rc == (dnw ? VIDMM_E_BUSY : VIDMM_E_TIMEOUT), "lock of busy 0x%x flags 0x%x: %s", in->h, flags,
                   vidmm_strerror(rc));
-            unchanged(f, &s, "a lock of a busy allocation");
+            if (!on_disk)
+                unchanged(f, &s, "a lock of a busy allocation");
             return;
         }
+        if (rc == VIDMM_E_BUSY && dnw && on_disk)
+            return; /* its read-back from the disk tier was started: DONOT_WAIT says busy (device.h) */
         if (rc != 0) {
             /* Not busy by the rule, yet it must move (out of segment 2, which the CPU cannot
              * see) while the GPU still uses it, or paging queued earlier waits for the GPU. */
@@ -628,7 +653,7 @@ static void op_resident(struct fz *f, uint8_t a)
     CHECK(rc == 0 || rc == VIDMM_E_NO_VIDEO_MEMORY || rc == VIDMM_E_CANT_EVICT_PINNED || rc == VIDMM_E_TIMEOUT ||
               (in->locks && rc == VIDMM_E_CANT_RENDER_LOCKED),
           "make_resident of 0x%x: %s", in->h, vidmm_strerror(rc));
-    if (rc == VIDMM_E_TIMEOUT)
+    if (rc == VIDMM_E_TIMEOUT || (rc != 0 && f->issued > f->done))
         f->stalled = true;
     if (rc == 0)
         CHECK(w.segment_id >= 1 && w.segment_id <= 3 && ((g->set >> (w.segment_id - 1)) & 1),
@@ -730,8 +755,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (trace)
         fprintf(stderr, "input of %zu bytes, shape %u\n", size, shape);
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
-    dd.segments = segs;
+    f->alt = (shape & 8) != 0;
+    f->segs = f->alt ? segs_alt : segs;
+    dd.segments = f->segs;
     dd.segment_count = 3;
+    dd.aperture_commit_limit = f->alt ? 768u << 10 : 0;
     dd.paging_threads = shape & 1;
     dd.wait_timeout_ns = TIMEOUT_NS;
     dd.sysmem_reserve = 64u << 20;
