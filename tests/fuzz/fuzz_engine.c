@@ -86,6 +86,16 @@ struct fz {
     const struct vidmm_segment_desc *segs;
     uint64_t issued, done;
     bool stalled;               /* a call timed out with paging queued behind the GPU */
+    /* GPU writes of submitted work, done just before their fence is signalled (as a GPU runs
+     * it): if the engine moved or unmapped the memory meanwhile, they land in the wrong place
+     * and the content check sees it. */
+    struct pending {
+        struct group *g;
+        vidmm_handle h;
+        unsigned char *at;
+        uint64_t off, len, fence;
+    } pend[64];
+    int npend;
     struct group g[MAX_GROUPS];
     int step;
     char swap[64];
@@ -419,12 +429,43 @@ static void op_submit(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
         ins[k]->read_fence = fence;
         if (refs[k].flags & VIDMM_REF_WRITE) {
             ins[k]->write_fence = fence;
-            /* The GPU writes part of it where the submission said it lives. */
+            /* The GPU writes part of it where the submission said it lives: later, before the
+             * fence is signalled (PermanentSysMem at once: its CPU copy's push-back at unlock
+             * would race a late write by design). */
             uint64_t off = (uint64_t)(c % 16) * 64 % gs[k]->size, len = gs[k]->size - off < 512 ? gs[k]->size - off : 512;
-            scribble(f, ins[k]->bytes + off, (size_t)len);
-            memcpy((unsigned char *)where[k].cpu + off, ins[k]->bytes + off, (size_t)len);
+            if (!(gs[k]->flags & VIDMM_ALLOC_PERMANENT_SYSMEM) && f->npend < 64) {
+                f->pend[f->npend++] = (struct pending){ gs[k], ins[k]->h, where[k].cpu, off, len, fence };
+            } else {
+                scribble(f, ins[k]->bytes + off, (size_t)len);
+                memcpy((unsigned char *)where[k].cpu + off, ins[k]->bytes + off, (size_t)len);
+            }
         }
     }
+}
+
+/* The GPU's deferred writes of every fence up to 'to' (still live instances only: the GPU does
+ * not touch a destroyed allocation). */
+static void gpu_run(struct fz *f, uint64_t to)
+{
+    int keep = 0;
+    for (int i = 0; i < f->npend; i++) {
+        struct pending *p = &f->pend[i];
+        if (p->fence > to) {
+            f->pend[keep++] = *p;
+            continue;
+        }
+        if (!p->g->live || f->removed)
+            continue;
+        struct inst *in = NULL;
+        for (uint32_t k = 0; k < p->g->ninst; k++)
+            if (p->g->in[k].h == p->h)
+                in = &p->g->in[k];
+        if (!in)
+            continue;
+        scribble(f, in->bytes + p->off, (size_t)p->len);
+        memcpy(p->at + p->off, in->bytes + p->off, (size_t)p->len);
+    }
+    f->npend = keep;
 }
 
 static void op_signal(struct fz *f, uint8_t a)
@@ -432,6 +473,7 @@ static void op_signal(struct fz *f, uint8_t a)
     if (f->issued == f->done)
         return;
     uint64_t to = f->done + 1 + a % (f->issued - f->done);
+    gpu_run(f, to);
     int rc = vidmm_fence_signal(f->dev, to);
     if (f->removed) {
         CHECK(rc == VIDMM_E_DEVICE_REMOVED, "signal after removal: %s", vidmm_strerror(rc));
@@ -796,6 +838,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* The end: every fence signalled, every lock released, content still the model's. */
     if (!f->removed && f->issued > f->done) {
+        gpu_run(f, f->issued);
         CHECK(vidmm_fence_signal(f->dev, f->issued) == 0, "final signal");
         f->done = f->issued;
         f->stalled = false;
