@@ -288,10 +288,13 @@ int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespe
 {
     while (dev->paging_done < fence) {
         int err = 0;
+        /* The deadline bounds waiting for the GPU, not for the CPU's copying: a paging thread
+         * that runs is waited for as long as it takes (it wakes this thread when it starts
+         * waiting for a fence: wait_fence()). */
         if (dev->nthreads == 0 && !dev->executing && dev->q_len)
             err = run_one(dev, dl);
         else
-            err = vm_cond_wait(dev, &dev->paging_cv, dl);
+            err = vm_cond_wait(dev, &dev->paging_cv, dev->paging_blocked ? dl : NULL);
         if (err && dev->paging_done < fence)
             return err;
     }

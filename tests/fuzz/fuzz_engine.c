@@ -15,7 +15,7 @@
  *   - placements lie inside their segment and never overlap; a pinned allocation never moves;
  *   - a DONOT_WAIT call never blocks: it must return within a second (no other thread signals
  *     anything here, so a wait would be for ever; calls without it are bounded by the device's
- *     wait_timeout_ns of 20 ms).
+ *     wait_timeout_ns of 2 ms).
  * A mismatch prints the step and aborts (libFuzzer's crash; the replay test's failure).
  *
  * Input: byte 0 device shape (bit 0: a paging thread; bit 1: a disk tier with a 256 KiB budget;
@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_GROUPS 8
 #define MAX_INST 4
 #define MAX_STEPS 96
-#define TIMEOUT_NS 20000000ull /* the device's wait_timeout_ns */
+#define TIMEOUT_NS 2000000ull /* the device's wait_timeout_ns: it bounds waits for the GPU only */
 
 /* Segments: 1 CPU-visible memory, 2 memory the CPU cannot see, 3 an aperture. */
 static const struct vidmm_segment_desc segs[3] = {
