@@ -34,7 +34,12 @@ enum vidmm_tiling {
 /* A generic address equation (section 2.1): address bit i of a block of 2^bits bytes is the XOR
  * of the coordinate bits term[i][0..4] (x in BYTES, y in rows, z in slices). This is the form
  * AMD's addrlib exports (ADDR_EQUATION). Terms may name bits above the block: they are fed the
- * full coordinates. */
+ * full coordinates. Any term may name any coordinate bit, address bits 0..3 included (the runs
+ * the kernels copy whole shrink to what the equation leaves contiguous, down to one byte).
+ * The block's shape - how many x (byte), y and z bits vary inside it - is the split for which
+ * the equation is one to one on the block; where several splits are, the channels of each
+ * address bit's first term decide (addrlib's ADDR_EQUATION keeps the block bit in addr[] and
+ * the modifiers in xor1[] / xor2[]). No such split: VIDMM_E_INVALID_ARG. */
 #define VIDMM_EQ_MAX_BITS 20
 #define VIDMM_EQ_MAX_TERMS 5
 enum vidmm_eq_channel {

@@ -132,13 +132,28 @@ static int linear_total(const struct vidmm_swz_surface *s, uint64_t *bytes)
 /* merge_runs() doubles the tile tables' run while every pair of neighbouring runs is adjacent
  * in memory (xo[2i + 1] == xo[2i] + run), up to 16 bytes: Morton with 4-byte units describes
  * 4-byte runs, but x0 is the lowest index bit, so unit pairs are contiguous - and then y0 comes
- * next, which lets pair_runs() move two rows at once. */
+ * next, which lets pair_runs() move two rows at once.
+ *
+ * The doubled run must also be untouched by the rows and slices: a yo[] or zo[] entry with the
+ * address bit 'run' set XORs into the middle of the doubled run, and the walk - which adds the
+ * in-run offset to xo ^ yo ^ zo - would then write past the run and past the block (an
+ * equation with x2 ^ y0 on address bit 2 has 4-byte runs whose pairs are adjacent in row 0
+ * only; issue 12, defect 1). */
+static bool bit_clear_in_all(const uint32_t *v, unsigned n, uint32_t bit)
+{
+    for (unsigned i = 0; i < n; i++)
+        if ((v[i] & bit) != 0)
+            return false;
+    return true;
+}
+
 static void merge_runs(struct vidmm_swz_tiles *t)
 {
     while (t->run_log2 < 4 && t->tw_log2 > t->run_log2) {
         unsigned cols = 1u << (t->tw_log2 - t->run_log2);
         uint32_t run = 1u << t->run_log2;
-        bool ok = cols >= 2;
+        bool ok = cols >= 2 && bit_clear_in_all(t->yo, 1u << t->th_log2, run) &&
+                  bit_clear_in_all(t->zo, 1u << t->td_log2, run);
         for (unsigned i = 0; ok && i < cols; i += 2)
             ok = t->xo[i + 1] == t->xo[i] + run && (t->xo[i] & (2 * run - 1)) == 0;
         if (!ok)

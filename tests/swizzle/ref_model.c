@@ -423,29 +423,41 @@ static bool prep_intel(struct ref_layout *L)
     return true;
 }
 
-/* The block of an equation: 2^(top bit + 1) per channel. 'single_only': every coordinate bit up
- * to the top one must appear alone at some address bit (what a caller equation must satisfy for
- * the model to know its block). */
-static bool eq_block(struct ref_layout *L, bool single_only)
+/* The block of an equation: 2^(top bit + 1) per channel (5.1) for the built-in tables. For a
+ * caller's equation ('first_terms'), whose XOR terms may name any coordinate bit, even above the
+ * block (2.1 "Full coordinates"), the block bits are the first term of each address bit, as in
+ * addrlib's ADDR_EQUATION (addr[] holds the block bit, xor1[] / xor2[] the modifiers; the
+ * public header documents the same rule): the first terms of each channel must be exactly its
+ * bits 0, 1, ... once each, and a 2D equation has no z first term. The model does not check
+ * that the block is one to one: the tests draw only equations that are. */
+static bool eq_block(struct ref_layout *L, bool first_terms)
 {
     const struct ref_eq *eq = &L->eq;
     int top[3] = { -1, -1, -1 };
-    uint32_t single[3] = { 0, 0, 0 };
+    uint32_t first[3] = { 0, 0, 0 };
     for (uint32_t i = 0; i < eq->nbits; i++)
         for (uint32_t t = 0; t < eq->nterm[i]; t++) {
             int c = eq->ch[i][t] - 'x';
+            if (first_terms && t > 0)
+                continue;
+            if (first_terms) {
+                if (first[c] >> eq->bit[i][t] & 1u)
+                    return false;   /* the same block bit twice */
+                first[c] |= 1u << eq->bit[i][t];
+            }
             if (eq->bit[i][t] > top[c])
                 top[c] = eq->bit[i][t];
-            if (eq->nterm[i] == 1)
-                single[c] |= 1u << eq->bit[i][t];
         }
     for (int c = 0; c < 3; c++)
         if (top[c] >= VIDMM_EQ_MAX_BITS)
             return false;
-    if (single_only)
-        for (int c = 0; c < (L->thick ? 3 : 2); c++)
-            if (top[c] >= 0 && single[c] != ((1u << (top[c] + 1)) - 1))
+    if (first_terms) {
+        if (!L->thick && top[2] >= 0)
+            return false;
+        for (int c = 0; c < 3; c++)
+            if (top[c] >= 0 && first[c] != ((1u << (top[c] + 1)) - 1))
                 return false;
+    }
     uint64_t wbytes = (uint64_t)1 << (top[0] + 1);
     if (top[0] < 0 || wbytes % L->s.elem)
         return false;

@@ -50,12 +50,12 @@
 /* Stop a test after this many failing cases: the first ones say it all. */
 #define MAX_FAILS 3
 
-enum fam { F_LINEAR, F_BL, F_BL3D, F_INTEL, F_D3D, F_AMD, F_EQUATION, F_MORTON, F_UNMODELLED };
+enum fam { F_LINEAR, F_BL, F_BL3D, F_INTEL, F_D3D, F_AMD, F_EQUATION, F_MORTON, F_UNMODELLED, F_EQ_LOWXOR };
 
 static const char *fam_name(enum fam f)
 {
     static const char *names[] = { "linear", "block_linear", "block_linear_3d", "intel", "d3d", "amd",
-                                   "equation", "morton", "unmodelled" };
+                                   "equation", "morton", "unmodelled", "equation_lowxor" };
     return names[f];
 }
 
@@ -270,8 +270,13 @@ static void gen_amd(struct t_rng *r, struct tcase *c)
 /* A caller equation: every coordinate bit of the block once (a permutation, often with x0..x3
  * kept as the low bits as real layouts do), plus a few XOR terms that keep it a bijection (a
  * term only names a coordinate bit placed below the address bit it modifies) and, for 2D
- * arrays, XOR terms from the layer index. */
-static void gen_equation(struct t_rng *r, struct tcase *c)
+ * arrays, XOR terms from the layer index.
+ *
+ * 'low_xor' (issue 12, defect 1): the XOR terms go on address bits 0..3 instead - inside what
+ * would otherwise be the 16-byte run - and name a coordinate bit placed above the address bit
+ * they modify (the block stays a bijection: the matrix is triangular the other way) or a
+ * coordinate bit above the block (an _X-style equation reading the full coordinates). */
+static void gen_equation(struct t_rng *r, struct tcase *c, bool low_xor)
 {
     struct ref_surf *s = &c->s;
     struct vidmm_equation *eq = &c->eq;
@@ -307,7 +312,7 @@ static void gen_equation(struct t_rng *r, struct tcase *c)
         order[k++] = (struct vidmm_eq_term){ VIDMM_EQ_Y, (uint8_t)i };
     for (uint32_t i = 0; i < cz; i++)
         order[k++] = (struct vidmm_eq_term){ VIDMM_EQ_Z, (uint8_t)i };
-    uint32_t fixed = chance(r, 50) ? (a < 4 ? a : 4) : 0;
+    uint32_t fixed = chance(r, low_xor ? 80 : 50) ? (a < 4 ? a : 4) : 0;
     for (uint32_t i = n - 1; i > fixed; i--) {
         uint32_t j = urand(r, fixed, i);
         struct vidmm_eq_term t = order[i];
@@ -318,13 +323,30 @@ static void gen_equation(struct t_rng *r, struct tcase *c)
     eq->thick = thick;
     for (uint32_t i = 0; i < n; i++)
         eq->term[i][0] = order[i];
-    uint32_t extras = chance(r, 40) ? urand(r, 1, 3) : 0;
+    uint32_t extras = low_xor ? urand(r, 1, 3) : chance(r, 40) ? urand(r, 1, 3) : 0;
     for (uint32_t x = 0; x < extras; x++) {
-        uint32_t i = urand(r, 1, n - 1);
-        uint32_t j = urand(r, 0, i - 1);
+        uint32_t i, j;
+        struct vidmm_eq_term term;
+        if (!low_xor) {
+            i = urand(r, 1, n - 1);
+            j = urand(r, 0, i - 1);
+            term = order[j];
+        } else {
+            i = urand(r, 0, (n < 5 ? n : 5) - 2);
+            j = urand(r, i + 1, n - 1);
+            term = order[j];
+            if (chance(r, 35)) {
+                /* A bit above the block: x from a, y from b (z of a thick block is left alone:
+                 * a thick surface has no coordinate above its slab bits in the model). */
+                if (chance(r, 50))
+                    term = (struct vidmm_eq_term){ VIDMM_EQ_X, (uint8_t)(a + urand(r, 0, 3)) };
+                else
+                    term = (struct vidmm_eq_term){ VIDMM_EQ_Y, (uint8_t)(b + urand(r, 0, 3)) };
+            }
+        }
         for (uint32_t t = 1; t < VIDMM_EQ_MAX_TERMS; t++)
             if (eq->term[i][t].channel == VIDMM_EQ_NONE) {
-                eq->term[i][t] = order[j];
+                eq->term[i][t] = term;
                 break;
             }
     }
@@ -384,7 +406,8 @@ static void gen_case(struct t_rng *r, enum fam f, unsigned idx, struct tcase *c)
         case F_INTEL: gen_intel(r, c); break;
         case F_D3D: gen_d3d(r, c); break;
         case F_AMD: gen_amd(r, c); break;
-        case F_EQUATION: gen_equation(r, c); break;
+        case F_EQUATION: gen_equation(r, c, false); break;
+        case F_EQ_LOWXOR: gen_equation(r, c, true); break;
         case F_MORTON: gen_morton(r, c); break;
         case F_UNMODELLED: cr_assert_fail("gen_case() does not draw unmodelled surfaces"); break;
         }
@@ -998,6 +1021,7 @@ static void run_family(const struct api *api, enum fam f)
     REF_FAMILY_TEST(suite, d3d, F_D3D, EX, B)                           \
     REF_FAMILY_TEST(suite, amd, F_AMD, EX, B)                           \
     REF_FAMILY_TEST(suite, equation, F_EQUATION, EX, B)                 \
+    REF_FAMILY_TEST(suite, d01_equation_xor_on_run_bits, F_EQ_LOWXOR, EX, B) \
     REF_FAMILY_TEST(suite, morton, F_MORTON, EX, B)                     \
     REF_FAMILY_TEST(suite, unmodelled, F_UNMODELLED, EX, B)
 
