@@ -14,7 +14,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_swizzle
   test_conf_paging
   test_defects12
-  test_defects17)
+  test_defects17
+  test_contract12)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)

@@ -20,7 +20,8 @@
  *
  * Input: byte 0 device shape (bit 0: a paging thread; bit 1: a disk tier with a 256 KiB budget;
  * bit 2: VIDMM_DEVICE_CACHE_COHERENT; bit 3: the segment table of issue 17's cases - a
- * PitchAlignment segment, a 64 KB-page aperture with a commit limit, an adapter aperture limit),
+ * PitchAlignment segment, a 64 KB-page aperture with a commit limit, an adapter aperture limit;
+ * bit 4: the disk tier's I/O on its thread pool instead of in the calling thread),
  * then one operation per 4 bytes (opcode, then three
  * argument bytes); missing bytes read as 0. Rules cited are shared/spec/wddm-vidmm.md's. */
 #define _GNU_SOURCE
@@ -83,6 +84,8 @@ struct fz {
     size_t n;
     vidmm_device *dev;
     bool removed, cache_coherent, disk, alt;
+    bool async_io;              /* the disk tier's I/O runs on a thread pool: write-outs may be
+                                   in flight during any call */
     const struct vidmm_segment_desc *segs;
     uint64_t issued, done;
     bool stalled;               /* a call timed out with paging queued behind the GPU */
@@ -222,17 +225,17 @@ static void check_all(struct fz *f)
             }
             if (!in->known || split_view(g, in))
                 continue;
-            unsigned char *buf = malloc(g->size);
+            /* One buffer for every read (the largest allocation is 48 pages), compared with
+             * memcmp first: the byte loop under ASan made this check most of an input's time. */
+            static unsigned char buf[48 * PG];
             rc = vidmm_gpu_access(f->dev, in->h, 0, buf, g->size, false);
-            if (rc == VIDMM_E_TIMEOUT && f->stalled) {
-                free(buf);
+            if (rc == VIDMM_E_TIMEOUT && f->stalled)
                 continue; /* its paging waits behind the GPU: the model will see it later */
-            }
             CHECK(rc == 0, "gpu_access read of 0x%x: %s", in->h, vidmm_strerror(rc));
-            for (uint64_t b = 0; b < g->size; b++)
-                CHECK(buf[b] == in->bytes[b], "0x%x: byte %llu is 0x%02x, model 0x%02x", in->h, (unsigned long long)b,
-                      buf[b], in->bytes[b]);
-            free(buf);
+            if (memcmp(buf, in->bytes, g->size) != 0)
+                for (uint64_t b = 0; b < g->size; b++)
+                    CHECK(buf[b] == in->bytes[b], "0x%x: byte %llu is 0x%02x, model 0x%02x", in->h,
+                          (unsigned long long)b, buf[b], in->bytes[b]);
         }
     }
     for (int a = 0; a < np; a++)
@@ -266,7 +269,9 @@ static void unchanged(struct fz *f, const struct snap *a, const char *what)
     CHECK(a->n == b.n, "%s changed the allocations", what);
     for (int i = 0; i < a->n; i++) {
         const struct vidmm_alloc_info *x = &a->q[i], *y = &b.q[i];
-        CHECK(x->where == y->where && x->segment_id == y->segment_id && x->offset == y->offset &&
+        /* With the thread-pool I/O a write-out started earlier may complete meanwhile. */
+        const bool written_out = f->async_io && x->where == VIDMM_WHERE_SYSMEM && y->where == VIDMM_WHERE_DISK;
+        CHECK((x->where == y->where || written_out) && x->segment_id == y->segment_id && x->offset == y->offset &&
                   x->lock_count == y->lock_count && x->current == y->current && x->dirty == y->dirty,
               "%s was refused but changed allocation %d (where %u->%u seg %u->%u off 0x%llx->0x%llx locks %u->%u)",
               what, i, x->where, y->where, x->segment_id, y->segment_id, (unsigned long long)x->offset,
@@ -309,6 +314,9 @@ static void op_create(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
         d.flags |= VIDMM_ALLOC_OVERLAY;
         set = 0x1;
         d.size = (uint64_t)(a % 8 + 1) * PG;
+        break;
+    case 4: /* the aperture alone: aperture placements under pressure (issue 17, case 1) */
+        set = 0x4;
         break;
     default: break;
     }
@@ -400,8 +408,13 @@ static void op_submit(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     int rc = vidmm_submit(f->dev, refs, n, dnw ? VIDMM_SUBMIT_DONOT_WAIT : 0, where, &fence);
     if (dnw)
         no_block(t0, "vidmm_submit");
-    if (trace)
-        fprintf(stderr, "  submit of %u: %s, fence %llu\n", n, vidmm_strerror(rc), (unsigned long long)fence);
+    if (trace) {
+        fprintf(stderr, "  submit of %u: %s, fence %llu:", n, vidmm_strerror(rc), (unsigned long long)fence);
+        for (uint32_t k = 0; k < n && rc == 0; k++)
+            fprintf(stderr, " 0x%x%s at %u:0x%llx", refs[k].allocation, refs[k].flags & VIDMM_REF_WRITE ? " (w)" : "",
+                    where[k].segment_id, (unsigned long long)where[k].offset);
+        fputc('\n', stderr);
+    }
     if (f->removed) {
         CHECK(rc == VIDMM_E_DEVICE_REMOVED, "submit after removal: %s", vidmm_strerror(rc));
         return;
@@ -549,10 +562,15 @@ static void op_lock(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
         return;
     }
     if (in->locks) { /* a plain relock nests: same pointer (15.12) */
+        if (rc == VIDMM_E_BUSY && dnw && f->async_io && (in->lock_flags & VIDMM_LOCK_READ_ONLY) &&
+            !(flags & VIDMM_LOCK_READ_ONLY))
+            return; /* a writable relock waits for a write-out in flight: DONOT_WAIT says busy */
         CHECK(rc == 0, "relock of 0x%x flags 0x%x: %s", in->h, flags, vidmm_strerror(rc));
         CHECK((unsigned char *)la.data == in->lock_ptr + (npages ? (size_t)pages[0] * PG : 0),
               "a relock returned another pointer");
         in->locks++;
+        if (!(flags & VIDMM_LOCK_READ_ONLY))
+            in->lock_flags &= ~VIDMM_LOCK_READ_ONLY; /* the content may change from here on */
     } else if (discard) {
         /* Renaming (15.18): never an instance the GPU still uses or a lock holds; when it has
          * to make a new one and cannot, BUSY. Paging queued behind the GPU may hold it up. */
@@ -590,8 +608,9 @@ static void op_lock(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
                 unchanged(f, &s, "a lock of a busy allocation");
             return;
         }
-        if (rc == VIDMM_E_BUSY && dnw && on_disk)
-            return; /* its read-back from the disk tier was started: DONOT_WAIT says busy (device.h) */
+        if (rc == VIDMM_E_BUSY && dnw && (on_disk || f->async_io))
+            return; /* its read-back from the disk tier was started, or (writable) its write-out is
+                       in flight: DONOT_WAIT says busy (device.h) */
         if (rc != 0) {
             /* Not busy by the rule, yet it must move (out of segment 2, which the CPU cannot
              * see) while the GPU still uses it, or paging queued earlier waits for the GPU. */
@@ -727,6 +746,26 @@ static void op_gpu_write(struct fz *f, uint8_t a, uint8_t b)
     CHECK(rc == VIDMM_E_INVALID_ARG, "gpu_access past the end: %s", vidmm_strerror(rc));
 }
 
+/* A READ_ONLY lock and a writable relock inside it in one step, right after the engine was
+ * told to trim to its budget without waiting: with the thread-pool I/O shape a write-out of the
+ * allocation may still be in flight at both locks (issue 17, case 2: the writable relock must
+ * wait for it and mark the content changed, or the stale disk copy becomes the content). */
+static void op_nested_lock(struct fz *f, uint8_t a, uint8_t b)
+{
+    struct group *g = pick_group(f, a);
+    if (!g || g->in[(a >> 4) % g->ninst].locks)
+        return;
+    if (f->disk && !f->removed) {
+        /* Out of its segment (refusals are the model's business elsewhere), then write-outs. */
+        struct inst *in = &g->in[(a >> 4) % g->ninst];
+        if (!pinned(g) && !busy(f, in, false))
+            (void)vidmm_evict(f->dev, &in->h, 1);
+        CHECK(vidmm_trim_to_budget(f->dev, false) == 0, "trim_to_budget");
+    }
+    op_lock(f, a, 0x01 /* READ_ONLY */, 0);
+    op_lock(f, a, (uint8_t)(b & 0x04) /* DONOT_WAIT now and then */, (uint8_t)(b & 0x1C));
+}
+
 static void op_misc(struct fz *f, uint8_t a, uint8_t b)
 {
     struct group *g = pick_group(f, a);
@@ -775,6 +814,7 @@ static void op_misc(struct fz *f, uint8_t a, uint8_t b)
         }
         break;
     default:
+        op_nested_lock(f, a, b >> 3);
         break;
     }
 }
@@ -810,8 +850,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (shape & 2) {
         snprintf(f->swap, sizeof f->swap, "/tmp/vidmm-fuzz-%d-swap", (int)getpid());
         dd.swap_path = f->swap;
-        dd.sysmem_budget = 256u << 10;
-        dd.io_backend = VIDMM_IO_SYNC; /* deterministic: I/O in the calling thread */
+        /* The thread-pool shape keeps little in memory, so that write-outs start often. */
+        dd.sysmem_budget = shape & 16 ? 32u << 10 : 256u << 10;
+        /* Synchronous I/O is deterministic: in the calling thread. Bit 4 takes the thread pool,
+         * so that write-outs are in flight while locks and submissions come (issue 17, case 2:
+         * a writable relock inside a READ_ONLY lock must wait for the write-out). */
+        f->async_io = (shape & 16) != 0;
+        dd.io_backend = f->async_io ? VIDMM_IO_THREADS : VIDMM_IO_SYNC;
         f->disk = true;
     }
     int rc = vidmm_device_create(&dd, &f->dev);
