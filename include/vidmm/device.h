@@ -479,8 +479,13 @@ VIDMM_API int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeo
 
 /* vidmm_gpu_access() reads (write = false) or writes 'n' bytes at 'offset' of allocation 'h'
  * wherever its content is now - segment, aperture, backing store - without moving it: the
- * caller acting as the GPU (or a debugger). A write marks it dirty. Returns 0,
- * VIDMM_E_INVALID_ARG (range outside the allocation), VIDMM_E_DEVICE_REMOVED. */
+ * caller acting as the GPU (or a debugger). A write marks it dirty. Content on the disk tier is
+ * read back first, and paging queued for the allocation is waited for (it may itself wait for
+ * the GPU). Returns 0, VIDMM_E_INVALID_ARG (range outside the allocation), VIDMM_E_TIMEOUT (the
+ * device's wait_timeout_ns passed while the allocation's queued paging waited for the GPU:
+ * nothing read or written), VIDMM_E_IO (the read-back failed: the content was reset to the fill
+ * pattern), VIDMM_E_NO_MEMORY (a first write could not commit the backing store),
+ * VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n,
                                bool write);
 

@@ -204,6 +204,74 @@ VIDMM_API int vidmm_deswizzle_surface_ex(const struct vidmm_tile_layout *layout,
                                          size_t tiled_size, void *linear, size_t linear_size,
                                          const struct vidmm_kernel_opts *opts);
 
+/* ---------------------------------------------------------------------------------------------
+ * Plans: the descriptors checked and resolved once, copies made many times.
+ *
+ * A plan holds a validated copy of the layout and surface (an equation's terms included: the
+ * caller may free or change its descriptors afterwards), the subresource's address tables and
+ * the kernel options. Copies through it skip the descriptor checks, the table building and the
+ * per-thread cache lookup of the one-shot calls, which are themselves thin wrappers over plans.
+ * A plan is immutable once made: any number of threads may copy through one plan at once
+ * (concurrent copies into the same bytes race, as with the one-shot calls).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct vidmm_swizzle_plan vidmm_swizzle_plan;
+
+/* As the 'mip' of vidmm_swizzle_plan_create(): a plan of the whole surface (every layer and
+ * mip, the packed linear order of vidmm_swizzle_surface()); 'layer' must then be 0. */
+#define VIDMM_SWIZZLE_PLAN_SURFACE UINT32_MAX
+
+/* vidmm_swizzle_plan_create() checks the descriptors and resolves subresource (mip, layer), or
+ * the whole surface, into a new plan; 'opts' (may be NULL) fixes the backend and strategy of
+ * every copy through it. Returns: 0 and '*plan'; VIDMM_E_INVALID_ARG (as vidmm_swizzle(), a
+ * subresource out of range, NULL 'plan'), VIDMM_E_UNSUPPORTED (as vidmm_swizzle_ex()),
+ * VIDMM_E_NO_MEMORY. On error '*plan' is not written. */
+VIDMM_API int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout,
+                                        const struct vidmm_surface_desc *surface, uint32_t mip, uint32_t layer,
+                                        const struct vidmm_kernel_opts *opts, vidmm_swizzle_plan **plan);
+
+/* vidmm_swizzle_plan_destroy() frees a plan (NULL is ignored). No copy may be running through it. */
+VIDMM_API void vidmm_swizzle_plan_destroy(vidmm_swizzle_plan *plan);
+
+/* vidmm_swizzle_plan_swizzle() / _deswizzle() copy box 'box' (NULL: the whole subresource) as
+ * vidmm_swizzle_ex() / vidmm_deswizzle_ex() would with the plan's descriptors and options. A
+ * whole-surface plan copies the whole surface: 'box' must be NULL and the pitches 0, and
+ * 'linear' holds the packed linear order. Returns as vidmm_swizzle(); VIDMM_E_INVALID_ARG for
+ * a NULL plan. On error nothing is written. */
+VIDMM_API int vidmm_swizzle_plan_swizzle(const vidmm_swizzle_plan *plan, const struct vidmm_box *box, void *tiled,
+                                         size_t tiled_size, const void *linear, size_t linear_size,
+                                         size_t row_pitch, size_t slice_pitch);
+VIDMM_API int vidmm_swizzle_plan_deswizzle(const vidmm_swizzle_plan *plan, const struct vidmm_box *box,
+                                           const void *tiled, size_t tiled_size, void *linear,
+                                           size_t linear_size, size_t row_pitch, size_t slice_pitch);
+
+/* How a plan's copies run (vidmm_swizzle_plan_info()). */
+enum vidmm_swizzle_walk {
+    VIDMM_SWIZZLE_WALK_REFERENCE = 0,    /* the layout's address function per contiguous run */
+    VIDMM_SWIZZLE_WALK_TILES = 1,        /* tile tables, ordinary stores */
+    VIDMM_SWIZZLE_WALK_TILES_NT = 2,     /* tile tables, streaming stores to the tiled side */
+    VIDMM_SWIZZLE_WALK_STRIPS = 3,       /* four-row strips, ordinary stores */
+    VIDMM_SWIZZLE_WALK_STRIPS_NT = 4,    /* four-row strips, streaming stores to the linear side */
+    VIDMM_SWIZZLE_WALK_STREAM_LOAD = 5   /* whole tiles read with streaming loads */
+};
+
+struct vidmm_swizzle_plan_info {
+    size_t size;                    /* sizeof(struct vidmm_swizzle_plan_info), set by the caller */
+    uint32_t mip, layer;            /* as created (mip VIDMM_SWIZZLE_PLAN_SURFACE: whole surface) */
+    uint32_t width, height, depth;  /* the subresource in elements (whole surface: mip 0) */
+    uint32_t run_bytes;             /* bytes of a row the layout stores contiguously (whole
+                                       surface: of mip 0, layer 0); UINT32_MAX for LINEAR */
+    uint64_t tiled_size;            /* bytes of the whole tiled surface a copy needs */
+    uint64_t linear_size;           /* packed linear bytes of the subresource (or the surface) */
+    enum vidmm_backend backend;     /* the backend the copies run on (never AUTO) */
+    enum vidmm_strategy strategy;   /* as asked */
+    enum vidmm_swizzle_walk swizzle_walk;    /* a whole-subresource swizzle with 64-byte aligned */
+    enum vidmm_swizzle_walk deswizzle_walk;  /* buffers (whole surface: of mip 0, layer 0) */
+};
+
+/* vidmm_swizzle_plan_info() describes a plan. Returns 0, VIDMM_E_INVALID_ARG (NULL, or
+ * info->size too small). */
+VIDMM_API int vidmm_swizzle_plan_info(const vidmm_swizzle_plan *plan, struct vidmm_swizzle_plan_info *info);
+
 VIDMM_END_DECLS
 
 #endif /* VIDMM_SWIZZLE_H */

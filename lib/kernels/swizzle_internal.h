@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include "vidmm/kernels.h"
 #include "vidmm/swizzle.h"
 
 /* A validated copy of the public descriptors (read once, so a caller changing them mid-call
@@ -103,6 +104,74 @@ extern const struct vidmm_swz_family vidmm_swz_intel;         /* swizzle_intel.c
 extern const struct vidmm_swz_family vidmm_swz_morton;        /* swizzle_morton.c */
 extern const struct vidmm_swz_family vidmm_swz_equation;      /* swizzle_eq.c: D3D_STD_4K/64K,
                                                                  AMD_GFX10, EQUATION */
+
+/* ---------------------------------------------------------------------------------------------
+ * The three parts of the engine, one file each:
+ *   swizzle.c       descriptors: loading and checking them, sizes, subresources, and the
+ *                   pitch-linear family;
+ *   swizzle_walk.c  the walks that move a box's bytes: the reference walk through addr() and
+ *                   the tile-table walks with the backends' kernels, and the choice between them;
+ *   swizzle_plan.c  plans (vidmm_swizzle_plan_*), the per-thread cache behind the one-shot
+ *                   calls, and the public copy calls, which are thin wrappers over plans.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The first published versions of the public structs end after these fields. */
+#define VIDMM_SWZ_LAYOUT_V0_SIZE \
+    (offsetof(struct vidmm_tile_layout, equation) + sizeof(const struct vidmm_equation *))
+#define VIDMM_SWZ_SURFACE_V0_SIZE (offsetof(struct vidmm_surface_desc, array_layers) + sizeof(uint32_t))
+
+/* vidmm_swz_open() is the start of every public call: load and check the descriptors into '*s',
+ * then the packed linear size ('*lin') and the tiled size ('*total'), each checked for overflow. */
+int vidmm_swz_open(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+                   struct vidmm_swz_surface *s, const struct vidmm_swz_family **fam, uint64_t *lin, uint64_t *total);
+
+/* vidmm_swz_prepare() resolves subresource (mip, layer) of an opened surface into '*m' (which
+ * points at 's' afterwards, so 's' must outlive it): INVALID_ARG for a subresource outside the
+ * surface, UNSUPPORTED where the family cannot address it. */
+int vidmm_swz_prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_family *fam, uint32_t mip,
+                      uint32_t layer, struct vidmm_swz_mip *m);
+
+enum vidmm_swz_dir { VIDMM_SWZ_TILE, VIDMM_SWZ_UNTILE };
+
+/* The walk a copy takes (swizzle_walk.c), for vidmm_swizzle_plan_info() and the tests. */
+enum vidmm_swz_walk {
+    VIDMM_SWZ_WALK_REFERENCE,     /* addr() per run: the scalar backend, or no tile tables */
+    VIDMM_SWZ_WALK_TILES,         /* the tile tables, ordinary stores */
+    VIDMM_SWZ_WALK_TILES_NT,      /* the tile tables, streaming stores (rows, lines or gathered) */
+    VIDMM_SWZ_WALK_STRIPS,        /* four-row strips, ordinary stores */
+    VIDMM_SWZ_WALK_STRIPS_NT,     /* four-row strips, streaming stores */
+    VIDMM_SWZ_WALK_STREAM_LOAD    /* whole tiles read with streaming loads */
+};
+
+/* vidmm_swz_run() copies box 'b' of subresource 'm' in direction 'dir' (arguments checked by
+ * the caller): the walk and store policy are chosen from the backend, the strategy, the bytes
+ * the call moves ('stream_bytes') and the buffers' alignment. Thread-safe: 'm' is only read. */
+void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                   unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum vidmm_swz_dir dir,
+                   enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes);
+
+/* vidmm_swz_walk_of() is the walk vidmm_swz_run() would take for those arguments, with a tiled
+ * buffer aligned to 64 bytes. */
+enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
+                                      enum vidmm_backend backend, enum vidmm_strategy strategy,
+                                      uint64_t stream_bytes);
+
+/* Overflow-checked 64-bit arithmetic for the families' size sums. */
+static inline bool vidmm_swz_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+static inline bool vidmm_swz_add_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a > UINT64_MAX - b)
+        return false;
+    *out = a + b;
+    return true;
+}
 
 /* Mip m's dimensions in elements (tiling.md 3.5 step 2 and 1.4): max(1, n >> m) pixels,
  * rounded up to whole blocks. */

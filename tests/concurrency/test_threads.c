@@ -432,3 +432,115 @@ Test(threads, hook_gets_its_own_arg, .timeout = T_TIMEOUT)
                  "function and its argument separately, so a message racing the swap pairs them wrongly",
                  atomic_load(&hook_b_state.foreign), atomic_load(&hook_b_state.calls));
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * One swizzle plan shared by every thread (swizzle.h: immutable once made): each thread untiles
+ * its own boxes of one tiled surface through it, again and again, and tiles them into its own
+ * surface; each result must equal the one-shot calls' made before the threads started.
+ * ------------------------------------------------------------------------------------------- */
+#define PLAN_W 256u
+#define PLAN_H 256u
+#define PLAN_E 4u
+
+struct plan_shared {
+    pthread_barrier_t start;
+    const vidmm_swizzle_plan *plan;
+    const unsigned char *tiled;     /* the surface every thread reads */
+    const unsigned char *want;      /* its linear image (the one-shot deswizzle) */
+    uint64_t tiled_size;
+};
+
+struct plan_worker {
+    pthread_t tid;
+    int index;
+    struct plan_shared *sh;
+    char failure[256];
+};
+
+static void *plan_worker_main(void *arg)
+{
+    struct plan_worker *w = arg;
+    const struct plan_shared *sh = w->sh;
+    const size_t pitch = PLAN_W * PLAN_E;
+    unsigned char *lin = malloc(pitch * PLAN_H), *mine = calloc(1, (size_t)sh->tiled_size);
+    struct t_rng r;
+    t_rng_init(&r, 5000 + (uint64_t)w->index);
+    pthread_barrier_wait(&w->sh->start);
+    if (lin == NULL || mine == NULL) {
+        snprintf(w->failure, sizeof(w->failure), "thread %d: out of memory", w->index);
+        goto out;
+    }
+    for (int it = 0; it < 40 && w->failure[0] == '\0'; it++) {
+        struct vidmm_box b;
+        b.x = (uint32_t)t_rng_below(&r, PLAN_W);
+        b.y = (uint32_t)t_rng_below(&r, PLAN_H);
+        b.z = 0;
+        b.width = 1 + (uint32_t)t_rng_below(&r, PLAN_W - b.x);
+        b.height = 1 + (uint32_t)t_rng_below(&r, PLAN_H - b.y);
+        b.depth = 1;
+        int rc = vidmm_swizzle_plan_deswizzle(sh->plan, &b, sh->tiled, (size_t)sh->tiled_size, lin, pitch * PLAN_H,
+                                              pitch, 0);
+        if (rc != 0) {
+            snprintf(w->failure, sizeof(w->failure), "thread %d: plan deswizzle returned %d", w->index, rc);
+            break;
+        }
+        for (uint32_t y = 0; y < b.height; y++)
+            if (memcmp(lin + y * pitch, sh->want + (b.y + y) * pitch + b.x * PLAN_E, b.width * PLAN_E) != 0) {
+                snprintf(w->failure, sizeof(w->failure), "thread %d: box (%u,%u)+(%ux%u) row %u differs", w->index,
+                         b.x, b.y, b.width, b.height, y);
+                break;
+            }
+        rc = vidmm_swizzle_plan_swizzle(sh->plan, &b, mine, (size_t)sh->tiled_size, lin, pitch * PLAN_H, pitch, 0);
+        if (rc != 0)
+            snprintf(w->failure, sizeof(w->failure), "thread %d: plan swizzle returned %d", w->index, rc);
+    }
+out:
+    free(lin);
+    free(mine);
+    return NULL;
+}
+
+Test(threads, shared_swizzle_plan, .timeout = T_TIMEOUT)
+{
+    struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    struct vidmm_surface_desc s;
+    memset(&s, 0, sizeof(s));
+    s.size = sizeof(s);
+    s.width = PLAN_W;
+    s.height = PLAN_H;
+    s.depth = 1;
+    s.element_bytes = PLAN_E;
+    s.block_width = s.block_height = 1;
+    s.mip_levels = 1;
+    s.array_layers = 1;
+    struct plan_shared sh;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &sh.tiled_size), 0);
+    const size_t lsz = (size_t)PLAN_W * PLAN_H * PLAN_E;
+    unsigned char *tiled = malloc((size_t)sh.tiled_size), *want = malloc(lsz);
+    cr_assert(tiled != NULL && want != NULL);
+    struct t_rng r;
+    t_rng_init(&r, 4242);
+    t_rng_bytes(&r, tiled, (size_t)sh.tiled_size);
+    cr_assert_eq(vidmm_deswizzle_surface(&l, &s, tiled, (size_t)sh.tiled_size, want, lsz), 0);
+    vidmm_swizzle_plan *plan;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &plan), 0);
+    sh.plan = plan;
+    sh.tiled = tiled;
+    sh.want = want;
+    struct plan_worker w[N_THREADS];
+    cr_assert_eq(pthread_barrier_init(&sh.start, NULL, N_THREADS), 0);
+    for (int i = 0; i < N_THREADS; i++) {
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].index = i;
+        w[i].sh = &sh;
+        cr_assert_eq(pthread_create(&w[i].tid, NULL, plan_worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < N_THREADS; i++)
+        cr_assert_eq(pthread_join(w[i].tid, NULL), 0);
+    pthread_barrier_destroy(&sh.start);
+    for (int i = 0; i < N_THREADS; i++)
+        cr_assert_eq(w[i].failure[0], '\0', "%s", w[i].failure);
+    vidmm_swizzle_plan_destroy(plan);
+    free(tiled);
+    free(want);
+}

@@ -62,6 +62,7 @@ static const char *fam_name(enum fam f)
 struct api {
     bool ex;
     enum vidmm_backend backend;
+    bool plan;    /* through vidmm_swizzle_plan_* (made per copy, with the _ex options) */
 };
 
 struct tcase {
@@ -490,9 +491,10 @@ static const char *case_text(const struct tcase *c, const struct api *api)
     static char buf[512];
     char sd[256];
     int n = snprintf(buf, sizeof(buf),
-                     "%s case %u [%s%s%s%s%s]: %s; mip %u layer %u box %s(%u,%u,%u)+(%ux%ux%u) row_pitch %zu "
+                     "%s case %u [%s%s%s%s%s%s]: %s; mip %u layer %u box %s(%u,%u,%u)+(%ux%ux%u) row_pitch %zu "
                      "slice_pitch %zu",
-                     fam_name(c->fam), c->idx, api->ex ? t_backend_label(api->backend) : "default",
+                     fam_name(c->fam), c->idx, api->plan ? "plan, " : "",
+                     api->ex ? t_backend_label(api->backend) : "default",
                      api->ex ? ", tile " : "", api->ex ? t_strategy_label(c->tile_strategy) : "",
                      api->ex ? ", untile " : "", api->ex ? t_strategy_label(c->untile_strategy) : "",
                      ref_describe(&c->s, sd, sizeof(sd)), c->mip, c->layer, c->null_box ? "NULL=" : "", c->box.x,
@@ -536,6 +538,20 @@ static int lib_copy(const struct api *api, const struct vidmm_tile_layout *layou
 {
     const struct vidmm_box *box = c->null_box ? NULL : &c->box;
     t_fault_context("%s %s", tile ? "swizzle" : "deswizzle", case_text(c, api));
+    if (api->plan) {
+        /* A plan made for this copy: its options are the _ex call's, its copy the same bytes. */
+        struct vidmm_kernel_opts o = t_opts(api->backend, tile ? c->tile_strategy : c->untile_strategy);
+        vidmm_swizzle_plan *plan = NULL;
+        int rc = vidmm_swizzle_plan_create(layout, surf, c->mip, c->layer, &o, &plan);
+        if (rc != 0)
+            return rc;
+        rc = tile ? vidmm_swizzle_plan_swizzle(plan, box, tiled, tiled_size, lin, lin_size, c->row_pitch,
+                                               c->slice_pitch)
+                  : vidmm_swizzle_plan_deswizzle(plan, box, tiled, tiled_size, lin, lin_size, c->row_pitch,
+                                                 c->slice_pitch);
+        vidmm_swizzle_plan_destroy(plan);
+        return rc;
+    }
     if (api->ex) {
         struct vidmm_kernel_opts o = t_opts(api->backend, tile ? c->tile_strategy : c->untile_strategy);
         if (tile)
@@ -652,7 +668,14 @@ static bool check_surface_calls(const struct tcase *c, const struct api *api, st
     memcpy(want, t.p, tl);
     ref_tile_surface(&c->L, want, l.p);
     t_fault_context("vidmm_swizzle_surface %s", case_text(c, api));
-    int rc = vidmm_swizzle_surface(layout, surf, t.p, tl, l.p, ll);
+    vidmm_swizzle_plan *plan = NULL;
+    if (api->plan) {
+        struct vidmm_kernel_opts o = t_opts(api->backend, VIDMM_STRATEGY_AUTO);
+        cr_assert_eq(vidmm_swizzle_plan_create(layout, surf, VIDMM_SWIZZLE_PLAN_SURFACE, 0, &o, &plan), 0,
+                     "whole-surface plan of %s", case_text(c, api));
+    }
+    int rc = plan ? vidmm_swizzle_plan_swizzle(plan, NULL, t.p, tl, l.p, ll, 0, 0)
+                  : vidmm_swizzle_surface(layout, surf, t.p, tl, l.p, ll);
     if (rc != 0) {
         FAILF(c, api, "vidmm_swizzle_surface() returned %d (%s)", rc, vidmm_strerror(rc));
         ok = false;
@@ -666,7 +689,9 @@ static bool check_surface_calls(const struct tcase *c, const struct api *api, st
     memcpy(want, l.p, ll);
     ref_untile_surface(&c->L, t.p, want);
     t_fault_context("vidmm_deswizzle_surface %s", case_text(c, api));
-    rc = vidmm_deswizzle_surface(layout, surf, t.p, tl, l.p, ll);
+    rc = plan ? vidmm_swizzle_plan_deswizzle(plan, NULL, t.p, tl, l.p, ll, 0, 0)
+              : vidmm_deswizzle_surface(layout, surf, t.p, tl, l.p, ll);
+    vidmm_swizzle_plan_destroy(plan);
     if (rc != 0) {
         FAILF(c, api, "vidmm_deswizzle_surface() returned %d (%s)", rc, vidmm_strerror(rc));
         ok = false;
@@ -774,7 +799,7 @@ static bool run_case(const struct api *api, struct tcase *c, struct t_rng *r)
     t_region_fini(&l.r);
     t_region_fini(&l2.r);
 
-    if (!api->ex)
+    if (!api->ex || api->plan)
         ok = check_surface_calls(c, api, r, &layout, &surf) && ok;
     return ok;
 }
@@ -981,7 +1006,7 @@ static void run_family(const struct api *api, enum fam f)
     struct t_rng gen, data;
     t_rng_init(&gen, 0x5157 + (uint64_t)f);
     t_rng_init(&data, 0xDA7A + (uint64_t)f);
-    unsigned fails = 0, n = api->ex ? N_CASES : N_CASES / 2;
+    unsigned fails = 0, n = api->plan ? N_CASES / 4 : api->ex ? N_CASES : N_CASES / 2;
     const char *env = getenv("VIDMM_SWIZZLE_CASES");
     if (env != NULL && atoi(env) > 0)
         n = (unsigned)atoi(env);
@@ -1006,29 +1031,33 @@ static void run_family(const struct api *api, enum fam f)
     free(c);
 }
 
-#define REF_FAMILY_TEST(suite, name, F, EX, B)                     \
+#define REF_FAMILY_TEST(suite, name, F, EX, B, PLAN)                     \
     Test(suite, name, .timeout = T_TIMEOUT)                        \
     {                                                              \
-        struct api a = { EX, B };                                  \
+        struct api a = { EX, B, PLAN };                            \
         run_family(&a, F);                                         \
     }
 
-#define REF_SUITE(suite, EX, B)                                         \
-    REF_FAMILY_TEST(suite, linear, F_LINEAR, EX, B)                     \
-    REF_FAMILY_TEST(suite, block_linear, F_BL, EX, B)                   \
-    REF_FAMILY_TEST(suite, block_linear_3d, F_BL3D, EX, B)              \
-    REF_FAMILY_TEST(suite, intel, F_INTEL, EX, B)                       \
-    REF_FAMILY_TEST(suite, d3d, F_D3D, EX, B)                           \
-    REF_FAMILY_TEST(suite, amd, F_AMD, EX, B)                           \
-    REF_FAMILY_TEST(suite, equation, F_EQUATION, EX, B)                 \
-    REF_FAMILY_TEST(suite, d01_equation_xor_on_run_bits, F_EQ_LOWXOR, EX, B) \
-    REF_FAMILY_TEST(suite, morton, F_MORTON, EX, B)                     \
-    REF_FAMILY_TEST(suite, unmodelled, F_UNMODELLED, EX, B)
+#define REF_SUITE(suite, EX, B, PLAN)                                         \
+    REF_FAMILY_TEST(suite, linear, F_LINEAR, EX, B, PLAN)                     \
+    REF_FAMILY_TEST(suite, block_linear, F_BL, EX, B, PLAN)                   \
+    REF_FAMILY_TEST(suite, block_linear_3d, F_BL3D, EX, B, PLAN)              \
+    REF_FAMILY_TEST(suite, intel, F_INTEL, EX, B, PLAN)                       \
+    REF_FAMILY_TEST(suite, d3d, F_D3D, EX, B, PLAN)                           \
+    REF_FAMILY_TEST(suite, amd, F_AMD, EX, B, PLAN)                           \
+    REF_FAMILY_TEST(suite, equation, F_EQUATION, EX, B, PLAN)                 \
+    REF_FAMILY_TEST(suite, d01_equation_xor_on_run_bits, F_EQ_LOWXOR, EX, B, PLAN) \
+    REF_FAMILY_TEST(suite, morton, F_MORTON, EX, B, PLAN)                     \
+    REF_FAMILY_TEST(suite, unmodelled, F_UNMODELLED, EX, B, PLAN)
 
-#define REF_BACKEND_TESTS(tag, B) REF_SUITE(reference_##tag, true, B)
+#define REF_BACKEND_TESTS(tag, B) REF_SUITE(reference_##tag, true, B, false)
+/* The same cases through plans (fewer of them: the walks are the ones above), the whole-surface
+ * plans too, on every backend. */
+#define REF_PLAN_TESTS(tag, B) REF_SUITE(reference_plan_##tag, true, B, true)
 
 T_FOR_EACH_BACKEND(REF_BACKEND_TESTS)
-REF_SUITE(reference_default, false, VIDMM_BACKEND_AUTO)
+T_FOR_EACH_BACKEND(REF_PLAN_TESTS)
+REF_SUITE(reference_default, false, VIDMM_BACKEND_AUTO, false)
 
 /* ---------------------------------------------------------------------------------------------
  * The per-thread cache of resolved subresources (swizzle.c) is keyed on what the descriptors

@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernels/swizzle_walk.c - the walks that move a box's bytes between a tiled surface and a
+ * linear buffer: the reference walk, row by row and run by run through the family's address
+ * function (tiling.md section 8), and the tile-table walks that hand whole runs, pairs, quads,
+ * lines and strips to the backend's kernels (kernel_ops.h), with the choice between them and
+ * of the store policy. */
+#include <string.h>
+#include "arch/arch.h"
+#include "common/internal.h"
+#include "kernels/kernel_ops.h"
+#include "kernels/swizzle_internal.h"
+
+enum dir { TILE, UNTILE };
+
+/* copy_box() is the reference walk: every row of the box, split at multiples of the family's
+ * run size, each run mapped through addr(). Arguments are valid (checked by the callers). */
+static void copy_box(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                     unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir)
+{
+    const uint64_t run = 1ull << m->run_log2;
+    const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
+
+    for (uint32_t k = 0; k < b->depth; k++) {
+        for (uint32_t r = 0; r < b->height; r++) {
+            unsigned char *lrow = linear + k * slice_pitch + r * row_pitch;
+            uint32_t y = b->y + r, z = b->z + k;
+            for (uint64_t xb = x0; xb < x1;) {
+                uint64_t end = (xb | (run - 1)) + 1;
+                if (end > x1)
+                    end = x1;
+                unsigned char *t = tiled + m->addr(m, xb, y, z);
+                if (dir == TILE)
+                    memcpy(t, lrow + (xb - x0), end - xb);
+                else
+                    memcpy(lrow + (xb - x0), t, end - xb);
+                xb = end;
+            }
+        }
+    }
+}
+
+/* tile_runs() moves rows [0, nrows) x runs [0, ncols) of 'run' bytes of one tile between 'tb'
+ * (the tile) and 'lin' (the linear byte of the first run). Forced inline and called with a
+ * constant 'run' (and, for the common whole-tile shapes, constant ncols and nrows), so that the
+ * compiler turns each run into one fixed-size move whose offset is one table load and one XOR,
+ * and unrolls the run loop; a variable-length memcpy() per run cost several times more. */
+static inline __attribute__((always_inline)) void tile_runs(unsigned char *tb, unsigned char *lin, size_t row_pitch,
+                                                            const uint32_t *xo, const uint32_t *yo, uint32_t zoff,
+                                                            unsigned ncols, unsigned nrows, unsigned run,
+                                                            enum dir dir)
+{
+    for (unsigned r = 0; r < nrows; r++) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *lrow = lin + r * row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tb + (xo[c] ^ yoff);
+            if (dir == TILE)
+                memcpy(tp, lrow + run * c, run);
+            else
+                memcpy(lrow + run * c, tp, run);
+        }
+    }
+}
+
+/* pair_runs() serves layouts whose address bit right above an 8-byte run is y0 (Morton with
+ * 4-byte units: x0 is inside the run, then y0, then x1...): runs c of rows r and r + 1 (r even)
+ * form one contiguous 16-byte granule, so two rows move together in 16-byte stores instead of
+ * 8-byte ones. Needs yo[r + 1] == yo[r] ^ 8 and bit 3 clear in yo[r] for each pair, and no x
+ * entry touching bit 3 (runs_aligned() checks them). */
+static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, unsigned char *lin,
+                                                            size_t row_pitch, const uint32_t *xo,
+                                                            const uint32_t *yo, uint32_t zoff, unsigned ncols,
+                                                            unsigned nrows, enum dir dir)
+{
+    for (unsigned r = 0; r < nrows; r += 2) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *l0 = lin + r * row_pitch, *l1 = l0 + row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tb + (xo[c] ^ yoff);
+            unsigned char g[16];
+            if (dir == TILE) {
+                memcpy(g, l0 + 8 * c, 8);
+                memcpy(g + 8, l1 + 8 * c, 8);
+                memcpy(tp, g, 16);
+            } else {
+                memcpy(g, tp, 16);
+                memcpy(l0 + 8 * c, g, 8);
+                memcpy(l1 + 8 * c, g + 8, 8);
+            }
+        }
+    }
+}
+
+/* runs_aligned() copies a run-aligned part of a tile: columns [0, ncols) from table index
+ * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
+ * common whole-tile shapes (listed in the switch) with constant trip counts as well. */
+static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, unsigned char *lin, size_t row_pitch,
+                         uint32_t zoff, const uint32_t *xo, unsigned col0, unsigned ncols, unsigned row0,
+                         unsigned nrows, enum dir dir, const struct vidmm_kernel_ops *ops)
+{
+    const uint32_t *yo = t->yo + row0;
+    const bool whole = xo == t->xo && row0 == 0 && ncols == 1u << (t->tw_log2 - t->run_log2) &&
+                       nrows == 1u << t->th_log2;
+    if (t->pair16 && ops != NULL && ops->swz_pairs16 != NULL && (zoff & 16) == 0 && nrows >= 2) {
+        /* The backend's row-pair kernel; an odd first row (a box starting on an odd row) and an
+         * odd last row move alone. */
+        unsigned skip = row0 % 2, pairs = (nrows - skip) / 2;
+        if (skip)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 16, dir);
+        unsigned char *l2 = lin + skip * row_pitch;
+        if (dir == TILE)
+            ops->swz_pairs16(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, pairs);
+        else
+            ops->unswz_pairs16(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, pairs);
+        if (skip + 2 * pairs < nrows)
+            tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 16, dir);
+        return;
+    }
+    if (t->quad8 && ops != NULL && ops->swz_quads8 != NULL && (zoff & 24) == 0 && nrows >= 2) {
+        /* The backend's quad kernel on the even-aligned row pairs and column pairs; an odd first
+         * row or last row moves alone, an odd first column as 16-byte granules. */
+        unsigned skip = row0 % 2, pairs = (nrows - skip) / 2, cskip = col0 % 2;
+        unsigned char *l2 = lin + skip * row_pitch;
+        if (skip)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 8, dir);
+        if (cskip)
+            pair_runs(tb, l2, row_pitch, xo, yo + skip, zoff, 1, 2 * pairs, dir);
+        if (ncols > cskip) {
+            if (dir == TILE)
+                ops->swz_quads8(tb, l2 + 8 * cskip, row_pitch, xo + cskip, yo + skip, zoff, ncols - cskip, pairs);
+            else
+                ops->unswz_quads8(tb, l2 + 8 * cskip, row_pitch, xo + cskip, yo + skip, zoff, ncols - cskip, pairs);
+        }
+        if (skip + 2 * pairs < nrows)
+            tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 8, dir);
+        return;
+    }
+    if (t->run_log2 == 4) {
+        if (whole) {
+            const unsigned shape = t->tw_log2 * 16 + t->th_log2;
+#define SHAPE(tw, th)                                                                                              \
+            case tw * 16 + th:                                                                                     \
+                if (dir == TILE)                                                                                   \
+                    tile_runs(tb, lin, row_pitch, xo, yo, zoff, 1u << (tw - 4), 1u << th, 16, TILE);               \
+                else                                                                                               \
+                    tile_runs(tb, lin, row_pitch, xo, yo, zoff, 1u << (tw - 4), 1u << th, 16, UNTILE);             \
+                return;
+            switch (shape) {
+            SHAPE(6, 3) /* block-linear blocks, 64 B x 8 * block height (1..32 GOBs) */
+            SHAPE(6, 4)
+            SHAPE(6, 5)
+            SHAPE(6, 6)
+            SHAPE(6, 7)
+            SHAPE(6, 8)
+            SHAPE(7, 5) /* Intel Y / Tile4, D3D 4 KB at 4 bytes */
+            SHAPE(8, 8) /* D3D 64 KB at 1 byte */
+            SHAPE(9, 7) /* D3D 64 KB at 2 and 4 bytes, AMD SW_64KB_R_X */
+            SHAPE(10, 6) /* D3D 64 KB at 8 and 16 bytes */
+            default: break;
+            }
+#undef SHAPE
+        }
+        if (dir == TILE)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 16, TILE);
+        else
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 16, UNTILE);
+    } else if (t->run_log2 == 3) {
+        if (t->yo[1] == 8 && (t->yo[0] & 8) == 0 && zoff % 16 == 0 && t->th_log2 >= 1 && nrows >= 2) {
+            bool x_clear = true;
+            for (unsigned c = 0; c < ncols; c++)
+                x_clear &= (xo[c] & 8) == 0;
+            /* Every pair, not only the first: a caller's equation may XOR another y bit into
+             * address bit 3. */
+            for (unsigned r = row0 % 2; x_clear && r + 1 < nrows; r += 2)
+                x_clear = (yo[r] & 8) == 0 && yo[r + 1] == (yo[r] ^ 8);
+            if (x_clear) {
+                /* An odd first row (a box starting on an odd row) and an odd last row move
+                 * alone; the pairs in between together. */
+                unsigned skip = row0 % 2, pairs = (nrows - skip) / 2;
+                if (skip)
+                    tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, 1, 8, dir);
+                unsigned char *l2 = lin + skip * row_pitch;
+                if (dir == TILE)
+                    pair_runs(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, 2 * pairs, TILE);
+                else
+                    pair_runs(tb, l2, row_pitch, xo, yo + skip, zoff, ncols, 2 * pairs, UNTILE);
+                if (skip + 2 * pairs < nrows)
+                    tile_runs(tb, lin + (nrows - 1) * row_pitch, row_pitch, xo, yo + nrows - 1, zoff, ncols, 1, 8,
+                              dir);
+                return;
+            }
+        }
+        if (dir == TILE)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 8, TILE);
+        else
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 8, UNTILE);
+    } else if (t->run_log2 == 2) {
+        if (dir == TILE)
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, TILE);
+        else
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, UNTILE);
+    } else {
+        tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 1u << t->run_log2, dir);
+    }
+}
+
+/* move_part() moves the n bytes of a partial run (n < the run size) between the tiled byte 't'
+ * and the linear byte 'l'. Up to 16 bytes with two overlapping fixed-size moves (both ranges
+ * are exactly n bytes, so the overlap rewrites bytes of the range only), beyond that memcpy(). */
+static inline __attribute__((always_inline)) void move_part(unsigned char *t, unsigned char *l, size_t n, enum dir dir)
+{
+    unsigned char *d = dir == TILE ? t : l;
+    const unsigned char *s = dir == TILE ? l : t;
+    if (n >= 8 && n <= 16) {
+        uint64_t a, z;
+        memcpy(&a, s, 8);
+        memcpy(&z, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &z, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, z;
+        memcpy(&a, s, 4);
+        memcpy(&z, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &z, 4);
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
+    }
+}
+
+/* part_rows() moves the same partial run of 'nrows' rows: row r's n bytes at linear 'lin' +
+ * r * row_pitch and at tiled 'tb' + (key ^ yo[r]). The row loop is written once per size class
+ * of move_part(), inside a test of n, so that each copy is a few instructions with the size test
+ * folded out; written as part of the row loop of copy_tiles() it spilled its counters and cost
+ * 6-8 ns per row (perf, Zen 3). */
+static void part_rows(unsigned char *tb, uint32_t key, unsigned char *lin, size_t row_pitch, const uint32_t *yo,
+                      unsigned nrows, size_t n, enum dir dir)
+{
+#define PART_ROWS(nn)                                                                                              \
+    do {                                                                                                           \
+        if (dir == TILE)                                                                                           \
+            for (unsigned r = 0; r < nrows; r++, lin += row_pitch)                                                 \
+                move_part(tb + (key ^ yo[r]), lin, (nn), TILE);                                                    \
+        else                                                                                                       \
+            for (unsigned r = 0; r < nrows; r++, lin += row_pitch)                                                 \
+                move_part(tb + (key ^ yo[r]), lin, (nn), UNTILE);                                                  \
+    } while (0)
+    if (n >= 8 && n <= 16)
+        PART_ROWS(n);
+    else if (n >= 4 && n < 8)
+        PART_ROWS(n);
+    else
+        PART_ROWS(n);
+#undef PART_ROWS
+}
+
+/* How copy_tiles() writes whole tiles of a swizzle with streaming stores (choose_walk() chooses):
+ * not at all, gathered in address order (swz_tile16_nt), row by row (swz_rows16_nt), or a line
+ * of four rows at a time (swz_lines16_nt, swz_qlines8_nt). */
+enum nt_walk { NT_NONE, NT_GATHER, NT_ROWS, NT_LINES16, NT_QLINES8 };
+
+/* group_tiles() moves rows [row0, row0 + nrows) of 'n' whole-width tiles tx, tx + 1, ... (the
+ * first at 'tb', its row row0 at 'lin') with one call of the pair or quad kernel, through a
+ * column table spanning the tiles: each tile's base relative to the first plus its xo[] entries.
+ * Walking 64-byte-wide block-linear tiles one at a time, every row of a tile was one 64-byte line
+ * 4 KiB or more from the last, and the swizzle of a 4 MiB surface ran at 0.64-0.72x memcpy; two
+ * to eight tiles per call (128-512 bytes of each row) measured 0.70-0.91x, best from 256 bytes
+ * on; for Intel Y / Tile4 (128-byte tiles) 256-512 bytes gained 0.05-0.1x and 1 KiB lost (Zen 3,
+ * 2026-11-22, surfaces of 1024 x 1024 x 4 bytes). Returns false, having moved nothing, when a
+ * base is not a multiple of the tables' span from the first (an XOR with the row's offset would
+ * carry into it) or lies beyond 2^31 of it; the caller then walks tile by tile. */
+#define GROUP_ROW_BYTES 512u
+static bool group_tiles(const struct vidmm_swz_tiles *t, unsigned char *tb, const unsigned char *tiled,
+                        const struct vidmm_swz_mip *m, uint64_t tx, uint32_t ty, uint32_t tz, unsigned n,
+                        unsigned char *lin, size_t row_pitch, uint32_t zoff, unsigned row0, unsigned nrows,
+                        enum dir dir, const struct vidmm_kernel_ops *ops)
+{
+    const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
+    uint32_t off[VIDMM_SWZ_MAX_XRUNS];
+    const uint64_t first = (uint64_t)(tb - tiled);
+
+    if (n * cols > VIDMM_SWZ_MAX_XRUNS)
+        return false;
+    for (unsigned g = 0; g < n; g++) {
+        const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx + g, ty, tz) - first;
+        if (d >= (1ull << 31) || (d & t->span_mask) != 0)
+            return false;
+        for (unsigned c = 0; c < cols; c++)
+            off[g * cols + c] = (uint32_t)d + t->xo[c];
+    }
+    runs_aligned(t, tb, lin, row_pitch, zoff, off, 0, n * cols, row0, nrows, dir, ops);
+    return true;
+}
+
+/* How copy_tiles() walks a tile-row band in strips of four rows (choose_walk() chooses): not at
+ * all, with ordinary stores, or with streaming stores. */
+enum strip_walk { STRIPS_NONE, STRIPS_CACHED, STRIPS_NT };
+
+/* strips() moves the rows [row0, row0 + nrows) of a band (whole tiles across [x0, x1), rows in
+ * fours) four rows at a time across up to STRIP_TILES tiles, with the strip kernels (kernel_ops.h:
+ * swz_strip16, unswz_strip16, unswz_strip16_nt): each 64-byte tile line (one run of four rows)
+ * built from or split into the four rows, which the strip walks as four sequential streams.
+ * Walking tile by tile instead reads or writes each run of 32 rows 4 KiB apart (the pitch of a
+ * 1024-pixel row of 4 bytes), every row on its own page and in the same L1 set. choose_walk()
+ * chooses when (and its figures).
+ * Returns false when the band does not fit (edges not on tiles, alignment, a tile base the
+ * tables could carry into, a column count the kernels cannot take); rows already moved are then
+ * moved again tile by tile, which is harmless for a copy between buffers that do not overlap. */
+#define STRIP_TILES 256u
+static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *m, unsigned char *tiled,
+                   unsigned char *lband, size_t row_pitch, uint64_t x0, uint64_t x1, uint32_t ty, uint32_t tz,
+                   uint32_t zoff, unsigned row0, unsigned nrows, enum dir dir, bool nt,
+                   const struct vidmm_kernel_ops *ops)
+{
+    const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
+    uint32_t tbase[STRIP_TILES];
+
+    const bool quads = t->quad8; /* Morton's 8-byte runs (else the 16-byte runs of a pair layout) */
+    if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 ||
+        cols > VIDMM_SWZ_MAX_XRUNS || ((dir == UNTILE || quads) && cols % 4 != 0) || (nt && quads) ||
+        (nt && dir == UNTILE && (((uintptr_t)lband | row_pitch) & 31) != 0))
+        return false;
+    for (uint64_t cx = x0; cx < x1;) {
+        const uint64_t tx0 = cx >> t->tw_log2;
+        uint64_t ntile = (x1 - cx) >> t->tw_log2;
+        if (ntile > STRIP_TILES)
+            ntile = STRIP_TILES;
+        const uint64_t first = t->tile_base(m, tx0, ty, tz);
+        if ((first & 63) != 0)
+            return false;
+        for (unsigned g = 0; g < ntile; g++) {
+            /* The kernels add tbase[g] (no XOR to carry into), but a base off the tables' span
+             * would leave that tile's lines unaligned for the aligned loads of the untiling
+             * kernels: refused. */
+            const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx0 + g, ty, tz) - first;
+            if (d >= (1ull << 31) || (d & t->span_mask) != 0)
+                return false;
+            tbase[g] = (uint32_t)d;
+        }
+        unsigned char *lin = lband + (cx - x0), *tb = tiled + first;
+        if (quads && dir == TILE)
+            ops->swz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+        else if (quads)
+            ops->unswz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+        else if (dir == TILE)
+            ops->swz_strip16(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+        else
+            (nt ? ops->unswz_strip16_nt : ops->unswz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
+                                                             t->yo + row0, zoff, nrows / 4);
+        cx += ntile << t->tw_log2;
+    }
+    return true;
+}
+
+/* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
+ * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
+ * offset is two table loads and an XOR, instead of a call of the address function. The linear
+ * side is walked a tile-row band at a time (th rows), which reads or writes each tile whole
+ * while it is hot. Arguments are valid. */
+static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                       unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
+                       enum nt_walk nt_walk, const uint16_t *inv, const struct vidmm_kernel_ops *stream_ops,
+                       const struct vidmm_kernel_ops *ops, bool grouped, enum strip_walk strip_walk)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
+    const uint32_t th_mask = (1u << t->th_log2) - 1, td_mask = (1u << t->td_log2) - 1;
+    const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
+    const uint32_t y1 = b->y + b->height;
+    /* The line kernels write 32-byte vectors to whole lines, the others 16-byte ones. */
+    const uintptr_t nt_align = nt_walk == NT_LINES16 || nt_walk == NT_QLINES8 ? 63 : 15;
+    /* Tiles per call of the pair and quad kernels (group_tiles()): GROUP_ROW_BYTES of each row. */
+    uint32_t group = 1;
+    if (grouped && nt_walk == NT_NONE && stream_ops == NULL &&
+        ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
+        t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
+        group = GROUP_ROW_BYTES >> t->tw_log2;
+
+    for (uint32_t z = b->z; z < b->z + b->depth; z++) {
+        const uint32_t zoff = t->zo[z & td_mask], tz = z >> t->td_log2;
+        unsigned char *lslice = linear + (size_t)(z - b->z) * slice_pitch;
+        for (uint32_t ty = b->y >> t->th_log2; ty <= (y1 - 1) >> t->th_log2; ty++) {
+            uint32_t r0 = ty << t->th_log2, r1 = r0 + th_mask + 1;
+            if (r0 < b->y)
+                r0 = b->y;
+            if (r1 > y1)
+                r1 = y1;
+            if (strip_walk != STRIPS_NONE && r0 % 4 == 0 && r1 % 4 == 0 &&
+                strips(t, m, tiled, lslice + (size_t)(r0 - b->y) * row_pitch, row_pitch, x0, x1, ty, tz, zoff,
+                       r0 & th_mask, r1 - r0, dir, strip_walk == STRIPS_NT, ops))
+                continue;
+            for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
+                unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
+                /* Whole groups only, so that the column count is one the pair kernel unrolls (32
+                 * runs for the GOB and Intel tiles); a 64x64 box grouping three block-linear tiles
+                 * (12 runs, the generic loop) measured slower than tile by tile. */
+                if (group > 1 && (tx << t->tw_log2) >= x0 && (x1 >> t->tw_log2) >= tx + group) {
+                    unsigned char *lin = lslice + (size_t)(r0 - b->y) * row_pitch + ((tx << t->tw_log2) - x0);
+                    if (group_tiles(t, tb, tiled, m, tx, ty, tz, group, lin, row_pitch, zoff, r0 & th_mask, r1 - r0,
+                                    dir, ops)) {
+                        tx += group - 1;
+                        continue;
+                    }
+                }
+                uint64_t c0 = tx << t->tw_log2, c1 = c0 + tw_mask + 1;
+                if (c0 < x0)
+                    c0 = x0;
+                if (c1 > x1)
+                    c1 = x1;
+                const bool whole = ((c0 | c1) & tw_mask) == 0 && c1 - c0 == tw_mask + 1 && r1 - r0 == th_mask + 1;
+                if (whole && nt_walk != NT_NONE && (zoff & nt_align) == 0 && ((uintptr_t)tb & nt_align) == 0) {
+                    /* A whole tile of a large swizzle: streaming stores, each line whole. (The
+                     * tile's own alignment is checked: mips in a packed tail may start anywhere
+                     * a family puts them.) */
+                    unsigned char *lin = lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0);
+                    const unsigned cols = (unsigned)((tw_mask + 1) >> t->run_log2);
+                    switch (nt_walk) {
+                    case NT_ROWS:
+                        ops->swz_rows16_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, cols, th_mask + 1);
+                        break;
+                    case NT_LINES16:
+                        ops->swz_lines16_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, cols, (th_mask + 1) / 4);
+                        break;
+                    case NT_QLINES8:
+                        ops->swz_qlines8_nt(tb, lin, row_pitch, t->xo, t->yo, zoff, cols, (th_mask + 1) / 4);
+                        break;
+                    default:
+                        ops->swz_tile16_nt(tb, lin, row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
+                                           zoff >> 4);
+                        break;
+                    }
+                    continue;
+                }
+                if (whole && stream_ops != NULL && zoff % 16 == 0) {
+                    /* A whole tile from write-combined memory: streaming loads in address order. */
+                    stream_ops->swz_untile16_stream(tb, lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0),
+                                                    row_pitch, inv, (unsigned)(((tw_mask + 1) << t->th_log2) >> 4),
+                                                    zoff >> 4);
+                    continue;
+                }
+                /* Head / middle / tail: the partial run where the box's left edge falls
+                 * inside a run, the whole runs (fixed-size moves), the partial run at the right
+                 * edge. Moving the edges run by run with a variable-length memcpy() was 40% of
+                 * a 64x64 box (perf, Zen 3, the box starting 4 bytes into a run). */
+                uint64_t h = (c0 + run_mask) & ~run_mask, e = c1 & ~run_mask;
+                if (h > c1)
+                    h = c1;
+                if (e < h)
+                    e = h;
+                unsigned char *lband = lslice + (size_t)(r0 - b->y) * row_pitch;
+                if (e > h)
+                    runs_aligned(t, tb, lband + (h - x0), row_pitch, zoff, t->xo + ((h & tw_mask) >> t->run_log2),
+                                 (unsigned)((h & tw_mask) >> t->run_log2), (unsigned)((e - h) >> t->run_log2),
+                                 r0 & th_mask, r1 - r0, dir, ops);
+                if (c0 == h && e == c1)
+                    continue;
+                if (c0 < h)
+                    part_rows(tb + (c0 & run_mask), t->xo[(c0 & tw_mask) >> t->run_log2] ^ zoff, lband + (c0 - x0),
+                              row_pitch, t->yo + (r0 & th_mask), r1 - r0, (size_t)(h - c0), dir);
+                if (e < c1)
+                    part_rows(tb, t->xo[(e & tw_mask) >> t->run_log2] ^ zoff, lband + (e - x0), row_pitch,
+                              t->yo + (r0 & th_mask), r1 - r0, (size_t)(c1 - e), dir);
+            }
+        }
+    }
+}
+
+/* build_inverse() fills inv[g] = (row << 6) | run for every 16-byte granule g of a whole tile,
+ * the inverse of the offset tables (offsets relative to a zero z term). Returns false when the
+ * tile does not qualify - not 16-byte runs, thick (3D) tiles, more than 4096 granules (64 KiB),
+ * or tables that are not a bijection onto the tile - and the caller then uses ordinary stores. */
+#define INV_MAX 4096
+static bool build_inverse(const struct vidmm_swz_tiles *t, uint16_t *inv)
+{
+    if (t->run_log2 != 4 || t->td_log2 != 0 || t->th_log2 > 8 || t->tw_log2 - 4 > 6)
+        return false;
+    unsigned cols = 1u << (t->tw_log2 - 4), rows = 1u << t->th_log2, granules = cols * rows;
+    if (granules > INV_MAX || granules % 4 != 0)
+        return false;
+    memset(inv, 0xff, granules * sizeof(*inv));
+    for (unsigned r = 0; r < rows; r++) {
+        for (unsigned c = 0; c < cols; c++) {
+            uint32_t off = t->xo[c] ^ t->yo[r];
+            if (off % 16 != 0 || off / 16 >= granules || inv[off / 16] != 0xffff)
+                return false;
+            inv[off / 16] = (uint16_t)(r << 6 | c);
+        }
+    }
+    return true;
+}
+
+/* The walk chosen for one copy: run_copy() takes it, vidmm_swz_walk_of() reports it. */
+struct walk_choice {
+    bool reference;                     /* copy_box() */
+    enum nt_walk nt_walk;
+    enum strip_walk strip_walk;
+    bool stream;                        /* streaming loads of whole tiles */
+    bool grouped;                       /* tiles grouped per kernel call (no streaming stores) */
+    const struct vidmm_kernel_ops *ops;
+};
+
+/* choose_walk() picks the walk: the scalar backend is the reference (the address function per
+ * run), every other backend takes the tile tables when the family provides them. 'tiled_addr'
+ * is the tiled buffer's address (its alignment decides the streaming walks); 'inv' receives
+ * the inverse tile table where a walk needs it. */
+static void choose_walk(const struct vidmm_swz_mip *m, enum dir dir, enum vidmm_backend backend,
+                        enum vidmm_strategy strategy, uint64_t stream_bytes, uintptr_t tiled_addr, uint16_t *inv,
+                        struct walk_choice *w)
+{
+    const struct vidmm_kernel_ops *ops = vidmm_ops_get(backend);
+
+    memset(w, 0, sizeof(*w));
+    w->ops = ops;
+    if (ops == NULL || m->tiles.tile_base == NULL || ops->backend == VIDMM_BACKEND_SCALAR) {
+        w->reference = true;
+        return;
+    }
+    /* Streaming stores when the destination is larger than the cache would keep (the copy
+     * policy of copy.c), or when asked. */
+    const bool big = strategy == VIDMM_STRATEGY_NONTEMPORAL ||
+                     (strategy == VIDMM_STRATEGY_AUTO && stream_bytes >= vidmm_nt_threshold());
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    enum nt_walk nt_walk = NT_NONE;
+    if (dir == TILE && big && (tiled_addr & 15) == 0) {
+        if (t->lines && t->pair16 && ops->swz_lines16_nt != NULL && (tiled_addr & 63) == 0) {
+            /* Four rows to a line (Intel Y / Tile4, D3D and AMD at 4 bytes): each line built
+             * from four rows and written whole. */
+            nt_walk = NT_LINES16;
+        } else if (t->lines && t->quad8 && ops->swz_qlines8_nt != NULL && (tiled_addr & 63) == 0) {
+            nt_walk = NT_QLINES8;
+        } else if (ops->swz_tile16_nt != NULL && build_inverse(t, inv)) {
+            /* Row order while one tile row touches at most four 64-byte lines (the GOB: two
+             * rows complete them), so few write-combining buffers are open at once; address
+             * order (the gather) otherwise: a D3D 64 KB row touches 16 lines and row order ran
+             * 4x slower than ordinary stores there (Zen 3, 2026-11-22). */
+            unsigned cols = 1u << (t->tw_log2 - 4), lines = 0;
+            uint32_t seen[VIDMM_SWZ_MAX_XRUNS];
+            for (unsigned c = 0; c < cols; c++) {
+                uint32_t line = (t->xo[c] ^ t->yo[0]) >> 6;
+                unsigned k = 0;
+                while (k < lines && seen[k] != line)
+                    k++;
+                if (k == lines)
+                    seen[lines++] = line;
+            }
+            nt_walk = lines <= 4 ? NT_ROWS : NT_GATHER;
+            /* Intel's 4 KiB tiles (8 lines a row) gained nothing from either order over ordinary
+             * stores (0.43-0.57x vs 0.64-0.81x memcpy at 64 MiB): streaming stores only where
+             * they measured a win, the GOB in row order and tiles of 16 KiB and more gathered. */
+            if (nt_walk == NT_GATHER && (1ull << (t->tw_log2 + t->th_log2)) < 16384)
+                nt_walk = NT_NONE;
+        }
+    }
+    /* Not to the linear side of a deswizzle: the pair and quad kernels write each row's 64 bytes
+     * whole, but with streaming stores the deswizzle at 64 MiB fell from 1.13-1.33x to
+     * 0.61-0.70x memcpy (block-linear) and from 0.72-0.83x to 0.55-0.71x (Intel Y), in the same
+     * runs as the gains below (Zen 3, 2026-11-22): a tile's rows are 4-16 KiB apart, so the
+     * streamed lines land scattered over 32+ pages instead of in one stream. */
+    /* Streaming loads for a deswizzle from write-combined memory (asked for, never guessed):
+     * whole tiles read line by line in address order; partial tiles at the box's edges take
+     * ordinary loads. */
+    bool stream = dir == UNTILE && strategy == VIDMM_STRATEGY_STREAM_LOAD && ops->swz_untile16_stream != NULL &&
+                  (tiled_addr & 15) == 0 && build_inverse(t, inv);
+    /* Tiles grouped per kernel call (group_tiles()) while the destination fits the cache: beyond,
+     * the block-linear deswizzle of 64 MiB fell from 0.94-1.46x to 0.61-0.82x memcpy with them
+     * (Zen 3, 2026-11-22). */
+    /* Four-row strips (strips()), with ordinary stores: a deswizzle of every lines16 layout and
+     * of Morton with 4-byte units at any size, a swizzle of them while the surface fits the
+     * cache (beyond, the tile walk's streaming lines win); with
+     * streaming stores a deswizzle of a lines16 layout asked for NONTEMPORAL. Against the tile
+     * walk (Zen 3, 2026-11-22, 1024^2 / 4096^2 x 4 bytes, x memcpy, 2-3 runs each):
+     *   4 MiB swizzle / deswizzle: Intel Y 0.72-0.76 / 0.63-0.73 -> 0.81-0.85 / 0.88; Tile4
+     *   0.78-0.80 / 0.78-0.81 -> 0.98 / 1.01-1.04; D3D 4 KB 0.76 / 0.75-0.79 -> 0.87-0.89 / 0.92;
+     *   D3D 64 KB 0.77-0.83 / 0.78-0.84 -> 0.89 / 0.91; AMD 64 KB R_X 0.80-0.89 / 0.76-0.87 ->
+     *   0.93-0.95 / 0.95; Morton 0.63-0.72 / 0.65-0.68 -> 0.79-0.87 / 0.73-0.89.
+     *   64 MiB deswizzle: Tile4 0.90-0.99 -> 1.10-1.12; D3D 64 KB 0.81-0.91 -> 0.90-1.07; D3D
+     *   4 KB 0.73-0.79 -> 1.07-1.20; AMD 0.76-0.85 -> 0.79-0.96; Intel Y the same as with
+     *   streaming strips (0.98-1.02 / 0.91-1.04), which had beaten the tile walk (0.72-0.89 against
+     *   0.52-0.71); Morton 0.76-0.89 -> 0.81-0.92 in 7 of 7 paired runs of a quiet hour (7 earlier
+     *   ones on a loaded machine were undecided, 0.54-0.83 against 0.59-0.87); streaming stores to
+     *   its linear rows lost (0.70-0.73). */
+    enum strip_walk strip_walk = STRIPS_NONE;
+    const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
+    const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
+    if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
+        strip_walk = STRIPS_NT;
+    else if (!stream && (strip16 || qstrip8) && (!big || dir == UNTILE))
+        strip_walk = STRIPS_CACHED;
+    w->nt_walk = nt_walk;
+    w->strip_walk = strip_walk;
+    w->stream = stream;
+    w->grouped = !big;
+}
+
+/* run_copy() copies with the walk choose_walk() picks. */
+static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                     unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
+                     enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
+{
+    uint16_t inv[INV_MAX];
+    struct walk_choice w;
+
+    choose_walk(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
+    if (w.reference) {
+        copy_box(m, b, tiled, linear, row_pitch, slice_pitch, dir);
+        return;
+    }
+    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.nt_walk, inv, w.stream ? w.ops : NULL, w.ops,
+               w.grouped, w.strip_walk);
+    if (w.strip_walk == STRIPS_NT || w.nt_walk != NT_NONE)
+        vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
+}
+
+void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                   unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum vidmm_swz_dir dir,
+                   enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
+{
+    run_copy(m, b, tiled, linear, row_pitch, slice_pitch, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, backend, strategy,
+             stream_bytes);
+}
+
+enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
+                                      enum vidmm_backend backend, enum vidmm_strategy strategy,
+                                      uint64_t stream_bytes)
+{
+    uint16_t inv[INV_MAX];
+    struct walk_choice w;
+
+    choose_walk(m, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, backend, strategy, stream_bytes, 0, inv, &w);
+    if (w.reference)
+        return VIDMM_SWZ_WALK_REFERENCE;
+    if (w.stream)
+        return VIDMM_SWZ_WALK_STREAM_LOAD;
+    if (w.strip_walk == STRIPS_NT)
+        return VIDMM_SWZ_WALK_STRIPS_NT;
+    if (w.strip_walk == STRIPS_CACHED)
+        return VIDMM_SWZ_WALK_STRIPS;
+    return w.nt_walk != NT_NONE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES;
+}
