@@ -8,5 +8,6 @@
 #include "kernels.h"
 #include "swizzle.h"
 #include "device.h"
+#include "writewatch.h"
 
 #endif /* VIDMM_VIDMM_H */

@@ -1,0 +1,1132 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/os/writewatch.c - the public write-watch API (include/vidmm/writewatch.h) on three
+ * backends: userfaultfd asynchronous write-protect read through PAGEMAP_SCAN, the soft-dirty
+ * bits of the page tables, and read-only pages with a SIGSEGV handler. Linux only, like
+ * everything in lib/engine/os/.
+ *
+ * Process-wide state, each piece with how it is synchronised:
+ *   - the region table (slots[]): every watched region of every backend, for the overlap rule
+ *     and for the signal handler. Changed under reg_lock; the handler reads it with atomics only
+ *     (see "Region table");
+ *   - the previous SIGSEGV action (prev_segv): written once under reg_lock before our handler is
+ *     installed, read-only afterwards;
+ *   - the soft-dirty list, its per-region records and the /proc/self file descriptors: under
+ *     sd_lock;
+ *   - the VIDMM_WRITEWATCH choice: pthread_once. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+#include "common/internal.h"
+#include "engine/os/os.h"
+#include "vidmm/writewatch.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernel interfaces newer than Debian 12's headers (linux-libc-dev 6.1). Values are those of
+ * the kernel's uAPI; the layouts are documented in ioctl_pagemap_scan(2) (man-pages 6.7) and in
+ * Documentation/admin-guide/mm/pagemap.rst and userfaultfd.rst.
+ * ------------------------------------------------------------------------------------------- */
+/* include/uapi/linux/userfaultfd.h: WP_UNPOPULATED (Linux 6.4) write-protects pages that are not
+ * populated yet, so the first write to them is recorded too; WP_ASYNC (Linux 6.7) has the kernel
+ * resolve write-protect faults itself, clearing the page's uffd-wp bit, instead of queueing a
+ * message for a handler thread. */
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#  define UFFD_FEATURE_WP_UNPOPULATED (1u << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#  define UFFD_FEATURE_WP_ASYNC (1u << 15)
+#endif
+
+/* include/uapi/linux/fs.h, Linux 6.7: the PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap. */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+    __u64 start;        /* first byte of a run of pages with the same categories */
+    __u64 end;          /* one past the last byte */
+    __u64 categories;   /* PAGE_IS_* of the run, masked with return_mask */
+};
+struct pm_scan_arg {
+    __u64 size;                 /* sizeof(struct pm_scan_arg) */
+    __u64 flags;                /* PM_SCAN_* */
+    __u64 start, end;           /* the range, page-aligned */
+    __u64 walk_end;             /* out: where the walk stopped (end when it completed) */
+    __u64 vec, vec_len;         /* array of struct page_region for the output */
+    __u64 max_pages;            /* stop after this many matching pages; 0: no limit */
+    __u64 category_inverted;    /* categories that match when clear */
+    __u64 category_mask;        /* a page matches when all of these match */
+    __u64 category_anyof_mask;  /* ... and at least one of these, when non-zero */
+    __u64 return_mask;          /* categories reported in page_region.categories */
+};
+#  define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+#ifndef PAGE_IS_WRITTEN
+#  define PAGE_IS_WRITTEN (1u << 1)     /* written since it was (async) write-protected */
+#endif
+#ifndef PM_SCAN_WP_MATCHING
+#  define PM_SCAN_WP_MATCHING (1u << 0)   /* write-protect the pages reported */
+#  define PM_SCAN_CHECK_WPASYNC (1u << 1) /* fail (EPERM) where async write-protect is not on */
+#endif
+
+/* Documentation/admin-guide/mm/soft-dirty.rst and pagemap.rst: bit 55 of a pagemap entry is
+ * the page's soft-dirty bit; writing "4" to clear_refs clears it for every page of the process. */
+#define PM_SOFT_DIRTY_BIT ((uint64_t)1 << 55)
+
+/* How many regions may be watched at once (all backends). The signal handler scans the table
+ * up to its high-water mark, so the bound keeps a fault's lookup short (4096 compares). */
+#define WW_MAX_REGIONS 4096
+
+/* Entries read from /proc/self/pagemap per pread (8 bytes each). */
+#define PM_CHUNK 4096
+
+/* Regions of PAGEMAP_SCAN output per ioctl. */
+#define SCAN_VEC 256
+
+/* A soft-dirty region that keeps faulting while no clear is in progress is not ours to retry
+ * forever (its owner made it read-only against the rule of writewatch.h): after this many
+ * such faults in a row, the handler passes them on. */
+#define SD_STRAY_LIMIT 100000
+
+enum ww_slot_state { SLOT_FREE = 0, SLOT_RESERVED = 1, SLOT_LIVE = 2, SLOT_DEAD = 3 };
+
+struct vidmm_writewatch {
+    uint8_t *base;
+    size_t size;
+    size_t pages;
+    size_t words;               /* (pages + 63) / 64 */
+    int backend;                /* enum vidmm_writewatch_backend, never AUTO */
+    int slot;                   /* index in slots[] */
+    /* uffd */
+    int uffd;
+    /* soft-dirty: pages seen dirty since this region's last reset, under sd_lock */
+    uint64_t *acc;
+    struct vidmm_writewatch *sd_next;
+    /* mprotect: written pages; set by the signal handler under 'spin', cleared under it too */
+    _Atomic uint64_t *bits;
+    atomic_flag spin;
+};
+
+struct ww_slot {
+    atomic_int state;            /* enum ww_slot_state */
+    atomic_uintptr_t start, end; /* the region, [start, end) */
+    _Atomic(struct vidmm_writewatch *) ww;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Region table
+ *
+ * A slot is published LIVE after its fields are written (release store of 'state'), and the
+ * handler reads the fields after an acquire load of it. Destroy marks the slot DEAD and waits
+ * until no handler is in flight (seq_cst on both sides: the handler increments 'inflight'
+ * before loading a state, destroy stores DEAD before loading 'inflight', so either the handler
+ * sees DEAD or destroy sees the handler), and only then frees the region. A DEAD slot keeps its
+ * range: a fault that was raised before destroy made the pages writable but reaches the handler
+ * after is retried once instead of going to the previous handler as a stranger's fault.
+ * ------------------------------------------------------------------------------------------- */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ww_slot slots[WW_MAX_REGIONS];
+static atomic_int slots_used;   /* high-water mark of slots ever used */
+static atomic_int inflight;     /* handlers between their lookup and their return */
+static bool segv_installed;     /* under reg_lock */
+static struct sigaction prev_segv;
+
+/* ---------------------------------------------------------------------------------------------
+ * Soft-dirty state, under sd_lock
+ * ------------------------------------------------------------------------------------------- */
+static pthread_mutex_t sd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vidmm_writewatch *sd_list;
+static int sd_pagemap_fd = -1, sd_clear_fd = -1;
+static pid_t sd_fds_pid;        /* the process the two fds were opened by (fork: reopen) */
+static int sd_probed;           /* 0 not yet, 1 works, -1 refused */
+static uint64_t sd_buf[PM_CHUNK];
+/* Set while every soft-dirty region is read-only around a clear; the handler waits for 0.
+ * Stores are seq_cst, paired with the handler's loads. */
+static atomic_int sd_frozen;
+static atomic_int sd_stray;
+
+/* The uffd backend's pagemap fd, shared by all uffd regions (PAGEMAP_SCAN is safe from several
+ * threads on one fd); opened once per process, reopened in a forked child. */
+static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pm_fd = -1;
+static pid_t pm_fd_pid;
+
+static const char *const backend_names[] = { "auto", "uffd", "softdirty", "mprotect" };
+
+const char *vidmm_writewatch_backend_name(int backend)
+{
+    if (backend < 0 || backend > VIDMM_WRITEWATCH_MPROTECT)
+        return NULL;
+    return backend_names[backend];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * VIDMM_WRITEWATCH
+ * ------------------------------------------------------------------------------------------- */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int env_backend;         /* VIDMM_WRITEWATCH_AUTO unless the environment names one */
+
+static void env_init(void)
+{
+    const char *env = getenv("VIDMM_WRITEWATCH");
+    env_backend = VIDMM_WRITEWATCH_AUTO;
+    if (env == NULL || *env == '\0')
+        return;
+    for (int b = 0; b <= VIDMM_WRITEWATCH_MPROTECT; b++)
+        if (strcasecmp(env, backend_names[b]) == 0) {
+            env_backend = b;
+            return;
+        }
+    vidmm_log(VIDMM_LOG_WARN, "VIDMM_WRITEWATCH=%s: not uffd, softdirty, mprotect or auto; ignored", env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------------------------- */
+static int open_proc(const char *path, int flags)
+{
+    int fd;
+    do
+        fd = open(path, flags | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/* Signals are blocked while a thread holds a region's spin lock, so that a handler of any
+ * signal that writes the region cannot run on the holder and wait for it forever. */
+static void spin_lock_blocking(struct vidmm_writewatch *ww, sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, old);
+    while (atomic_flag_test_and_set_explicit(&ww->spin, memory_order_acquire))
+        sched_yield();
+}
+
+static void spin_unlock_blocking(struct vidmm_writewatch *ww, const sigset_t *old)
+{
+    atomic_flag_clear_explicit(&ww->spin, memory_order_release);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* An output: either an array of page indices with a capacity, or a bitmap of every page. */
+struct sink {
+    uint64_t *pages;
+    size_t cap;
+    uint64_t *bitmap;
+    size_t n;           /* pages stored (array) or set (bitmap) */
+    bool full;          /* the array is full */
+};
+
+/* sink_run() stores pages [first, first + count) and returns how many it took. */
+static size_t sink_run(struct sink *s, size_t first, size_t count)
+{
+    if (s->bitmap != NULL) {
+        for (size_t i = first; i < first + count; i++)
+            s->bitmap[i / 64] |= (uint64_t)1 << (i % 64);
+        s->n += count;
+        return count;
+    }
+    size_t room = s->cap - s->n;
+    size_t take = count < room ? count : room;
+    for (size_t i = 0; i < take; i++)
+        s->pages[s->n + i] = first + i;
+    s->n += take;
+    if (s->n == s->cap)
+        s->full = true;
+    return take;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * SIGSEGV handler (soft-dirty freeze and mprotect regions)
+ * ------------------------------------------------------------------------------------------- */
+
+/* pass_on() gives a fault that is not ours to the handler that was there before. With SIG_DFL
+ * or SIG_IGN the default action is put back: a fault raised by the CPU then happens again on
+ * return and ends the process as it would have without us; a SIGSEGV sent by kill() is raised
+ * again (it is blocked until this handler returns). */
+static void pass_on(int sig, siginfo_t *si, void *uc)
+{
+    if (prev_segv.sa_flags & SA_SIGINFO) {
+        if (prev_segv.sa_sigaction != NULL)
+            prev_segv.sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (prev_segv.sa_handler == SIG_IGN && si->si_code <= 0)
+        return;
+    if (prev_segv.sa_handler == SIG_DFL || prev_segv.sa_handler == SIG_IGN) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+        if (si->si_code <= 0)
+            raise(sig);
+        return;
+    }
+    prev_segv.sa_handler(sig);
+}
+
+/* mp_fault() records a write to page 'page' of a mprotect region and makes the page writable.
+ * When the kernel cannot split the mapping further (ENOMEM: vm.max_map_count), every page is
+ * marked written and the whole region made writable: reports stay supersets until the next
+ * reset. Returns false when even that failed (the fault is then passed on). */
+static bool mp_fault(struct vidmm_writewatch *ww, uintptr_t addr)
+{
+    size_t pg = vmos_page_size();
+    size_t page = (addr - (uintptr_t)ww->base) / pg;
+    bool ok = true;
+    while (atomic_flag_test_and_set_explicit(&ww->spin, memory_order_acquire))
+        sched_yield();
+    atomic_fetch_or_explicit(&ww->bits[page / 64], (uint64_t)1 << (page % 64), memory_order_relaxed);
+    if (mprotect(ww->base + page * pg, pg, PROT_READ | PROT_WRITE) != 0) {
+        for (size_t w = 0; w < ww->words; w++)
+            atomic_store_explicit(&ww->bits[w], ~(uint64_t)0, memory_order_relaxed);
+        ok = mprotect(ww->base, ww->size, PROT_READ | PROT_WRITE) == 0;
+    }
+    atomic_flag_clear_explicit(&ww->spin, memory_order_release);
+    return ok;
+}
+
+static void ww_segv(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    bool handled = false;
+    uintptr_t a = (uintptr_t)si->si_addr;
+
+    atomic_fetch_add(&inflight, 1);
+    if (si->si_code == SEGV_ACCERR) {
+        int n = atomic_load(&slots_used);
+        int dead = -1;
+        for (int i = 0; i < n; i++) {
+            struct ww_slot *s = &slots[i];
+            int st = atomic_load(&s->state);
+            if (st != SLOT_LIVE && st != SLOT_DEAD)
+                continue;
+            if (a < atomic_load(&s->start) || a >= atomic_load(&s->end))
+                continue;
+            if (st == SLOT_DEAD) {
+                dead = i;
+                continue;
+            }
+            struct vidmm_writewatch *ww = atomic_load(&s->ww);
+            if (ww->backend == VIDMM_WRITEWATCH_MPROTECT) {
+                handled = mp_fault(ww, a);
+            } else if (ww->backend == VIDMM_WRITEWATCH_SOFTDIRTY) {
+                /* Frozen for a clear: wait until the pages are writable again, then retry. */
+                if (atomic_load(&sd_frozen)) {
+                    while (atomic_load(&sd_frozen))
+                        sched_yield();
+                    handled = true;
+                } else {
+                    handled = atomic_fetch_add(&sd_stray, 1) < SD_STRAY_LIMIT;
+                }
+            }
+            dead = -1;
+            break;
+        }
+        if (!handled && dead >= 0) {
+            /* A straggler of a region destroyed meanwhile: its pages are writable now. One retry. */
+            int expect = SLOT_DEAD;
+            handled = atomic_compare_exchange_strong(&slots[dead].state, &expect, SLOT_FREE);
+        }
+    }
+    atomic_fetch_sub(&inflight, 1);
+    errno = saved_errno;
+    if (!handled)
+        pass_on(sig, si, uc);
+}
+
+/* install_segv() puts ww_segv in place, once; under reg_lock. */
+static int install_segv(void)
+{
+    if (segv_installed)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ww_segv;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &prev_segv) != 0) {
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: sigaction(SIGSEGV): %s", strerror(errno));
+        return VIDMM_E_UNSUPPORTED;
+    }
+    segv_installed = true;
+    return 0;
+}
+
+static void wait_no_handler(void)
+{
+    while (atomic_load(&inflight) != 0)
+        sched_yield();
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Region table operations, under reg_lock
+ * ------------------------------------------------------------------------------------------- */
+
+/* table_reserve() checks [start, end) against every live region and reserves a slot. Dead
+ * slots overlapping the range are freed (a fault there now belongs to the new region). */
+static int table_reserve(uintptr_t start, uintptr_t end, int *out)
+{
+    int n = atomic_load(&slots_used);
+    int free_slot = -1, dead_slot = -1;
+    for (int i = 0; i < n; i++) {
+        struct ww_slot *s = &slots[i];
+        int st = atomic_load(&s->state);
+        bool over = st != SLOT_FREE && start < atomic_load(&s->end) && atomic_load(&s->start) < end;
+        if (st == SLOT_LIVE && over)
+            return VIDMM_E_OVERLAP;
+        if (st == SLOT_DEAD && over) {
+            atomic_store(&s->state, SLOT_FREE);
+            st = SLOT_FREE;
+        }
+        if (st == SLOT_FREE && free_slot < 0)
+            free_slot = i;
+        if (st == SLOT_DEAD && dead_slot < 0)
+            dead_slot = i;
+    }
+    int i = free_slot;
+    if (i < 0 && n < WW_MAX_REGIONS)
+        i = n;
+    if (i < 0)
+        i = dead_slot;
+    if (i < 0)
+        return VIDMM_E_NO_MEMORY;
+    int expect = slots[i].state;
+    if (!atomic_compare_exchange_strong(&slots[i].state, &expect, SLOT_RESERVED))
+        return VIDMM_E_NO_MEMORY; /* a handler freed a dead slot meanwhile: rare, refuse */
+    if (i == n)
+        atomic_store(&slots_used, n + 1);
+    /* A handler that loaded the old state may still read the old fields: let it finish. */
+    wait_no_handler();
+    atomic_store(&slots[i].start, start);
+    atomic_store(&slots[i].end, end);
+    *out = i;
+    return 0;
+}
+
+static void table_publish(int i, struct vidmm_writewatch *ww)
+{
+    atomic_store(&slots[i].ww, ww);
+    atomic_store_explicit(&slots[i].state, SLOT_LIVE, memory_order_release);
+}
+
+static void table_release(int i)
+{
+    atomic_store(&slots[i].state, SLOT_FREE);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * uffd backend: userfaultfd WP_ASYNC + PAGEMAP_SCAN
+ *
+ * Registration write-protects the whole range (UFFDIO_WRITEPROTECT); with WP_UNPOPULATED the
+ * kernel marks unpopulated pages too, so a page first touched after registration is reported
+ * only when written. The first write to a protected page takes a minor fault that the kernel
+ * resolves itself (WP_ASYNC), clearing the page's uffd-wp bit: PAGEMAP_SCAN reports such pages
+ * as PAGE_IS_WRITTEN and, with PM_SCAN_WP_MATCHING, protects them again in the same page-table
+ * walk, under the page-table lock: a write is either before (reported now) or after (faults
+ * again, reported next time). Transparent huge pages are split on their first write (the kernel
+ * resolves async write-protect faults at the base-page level).
+ * ------------------------------------------------------------------------------------------- */
+static int uffd_open(int *why)
+{
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == EPERM)   /* vm.unprivileged_userfaultfd=0 without CAP_SYS_PTRACE */
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (fd < 0) {
+        int e = errno;
+        /* /dev/userfaultfd (Linux 6.1) is the other door, governed by its file permissions. */
+        int dev = open_proc("/dev/userfaultfd", O_RDWR);
+        if (dev >= 0) {
+            fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+            close(dev);
+        }
+        if (fd < 0)
+            *why = e;
+    }
+    return fd;
+}
+
+static int pm_fd_get(void)
+{
+    pthread_mutex_lock(&pm_lock);
+    if (pm_fd < 0 || pm_fd_pid != getpid()) {
+        /* In a forked child the inherited fd still reads the parent's page tables. */
+        if (pm_fd >= 0)
+            close(pm_fd);
+        pm_fd = open_proc("/proc/self/pagemap", O_RDONLY);
+        pm_fd_pid = getpid();
+    }
+    int fd = pm_fd;
+    pthread_mutex_unlock(&pm_lock);
+    return fd;
+}
+
+static int uffd_create(struct vidmm_writewatch *ww)
+{
+    int why = 0;
+    uint64_t want = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
+    int fd = -1;
+    struct uffdio_api api;
+    /* A failed UFFDIO_API leaves the context unusable, so each attempt takes a fresh fd. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        fd = uffd_open(&why);
+        if (fd < 0) {
+            vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: userfaultfd: %s", strerror(why));
+            return VIDMM_E_UNSUPPORTED;
+        }
+        memset(&api, 0, sizeof api);
+        api.api = UFFD_API;
+        api.features = want;
+        if (ioctl(fd, UFFDIO_API, &api) == 0)
+            break;
+        close(fd);
+        fd = -1;
+        want = UFFD_FEATURE_WP_ASYNC;   /* WP_UNPOPULATED missing: unpopulated pages over-report */
+    }
+    if (fd < 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
+        if (fd >= 0)
+            close(fd);
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: the kernel has no UFFD_FEATURE_WP_ASYNC (Linux 6.7)");
+        return VIDMM_E_UNSUPPORTED;
+    }
+    struct uffdio_register reg;
+    memset(&reg, 0, sizeof reg);
+    reg.range.start = (uintptr_t)ww->base;
+    reg.range.len = ww->size;
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
+        int e = errno;
+        close(fd);
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: UFFDIO_REGISTER: %s", strerror(e));
+        return e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
+    }
+    struct uffdio_writeprotect wp;
+    memset(&wp, 0, sizeof wp);
+    wp.range = reg.range;
+    wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+    int pfd = pm_fd_get();
+    struct pm_scan_arg probe;
+    memset(&probe, 0, sizeof probe);
+    probe.size = sizeof probe;
+    probe.flags = PM_SCAN_CHECK_WPASYNC;
+    probe.start = (uintptr_t)ww->base;
+    probe.end = probe.start + vmos_page_size();
+    probe.category_mask = PAGE_IS_WRITTEN;
+    probe.return_mask = PAGE_IS_WRITTEN;
+    if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp) != 0 || pfd < 0 || ioctl(pfd, PAGEMAP_SCAN, &probe) < 0) {
+        int e = errno;
+        (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
+        close(fd);
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: write-protect or PAGEMAP_SCAN (Linux 6.7): %s",
+                  strerror(e));
+        return e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
+    }
+    ww->uffd = fd;
+    return 0;
+}
+
+static void uffd_destroy(struct vidmm_writewatch *ww)
+{
+    struct uffdio_range r = { (uintptr_t)ww->base, ww->size };
+    (void)ioctl(ww->uffd, UFFDIO_UNREGISTER, &r);
+    close(ww->uffd);
+}
+
+static int scan_errno(int e)
+{
+    return e == ENOMEM ? VIDMM_E_NO_MEMORY : e == EPERM ? VIDMM_E_UNSUPPORTED : VIDMM_E_IO;
+}
+
+/* uffd_get() reports the written pages into 's' (all of them for a bitmap, up to its capacity
+ * for an array), protecting the reported ones again with 'reset'. Returns 0, 1 (array full and
+ * more written pages remain) or an error. */
+static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+{
+    int pfd = pm_fd_get();
+    if (pfd < 0)
+        return VIDMM_E_IO;
+    struct page_region vec[SCAN_VEC];
+    uint64_t start = (uintptr_t)ww->base, end = start + ww->size;
+    size_t pg = vmos_page_size();
+    while (start < end) {
+        struct pm_scan_arg a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.flags = PM_SCAN_CHECK_WPASYNC | (reset ? PM_SCAN_WP_MATCHING : 0);
+        a.start = start;
+        a.end = end;
+        a.vec = (uintptr_t)vec;
+        a.vec_len = SCAN_VEC;
+        a.category_mask = PAGE_IS_WRITTEN;
+        a.return_mask = PAGE_IS_WRITTEN;
+        if (s->bitmap == NULL) {
+            if (s->n == s->cap) {
+                /* Full: anything left? A look without protecting. */
+                a.flags = PM_SCAN_CHECK_WPASYNC;
+                a.max_pages = 1;
+                a.vec_len = 1;
+                int r = ioctl(pfd, PAGEMAP_SCAN, &a);
+                if (r < 0)
+                    return scan_errno(errno);
+                return r > 0 ? 1 : 0;
+            }
+            a.max_pages = s->cap - s->n;
+        }
+        int r = ioctl(pfd, PAGEMAP_SCAN, &a);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return scan_errno(errno);
+        }
+        for (int i = 0; i < r; i++)
+            sink_run(s, (size_t)(vec[i].start - (uintptr_t)ww->base) / pg,
+                     (size_t)(vec[i].end - vec[i].start) / pg);
+        if (a.walk_end <= start)
+            return VIDMM_E_IO; /* no progress: should not happen */
+        start = a.walk_end;
+    }
+    return 0;
+}
+
+static int uffd_reset(struct vidmm_writewatch *ww)
+{
+    struct uffdio_writeprotect wp;
+    memset(&wp, 0, sizeof wp);
+    wp.range.start = (uintptr_t)ww->base;
+    wp.range.len = ww->size;
+    wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+    while (ioctl(ww->uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+        if (errno != EINTR && errno != EAGAIN)
+            return scan_errno(errno);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * soft-dirty backend
+ *
+ * The kernel sets a page's soft-dirty bit on every write (the first write after a clear takes a
+ * minor fault) and clears every bit of the process at once when "4" is written to clear_refs.
+ * So each region keeps 'acc', the pages seen dirty since its own last reset, and a clear is
+ * always preceded by folding the bits of every soft-dirty region into its 'acc'. Between that
+ * fold and the clear a write would be lost, so every soft-dirty region is read-only during the
+ * two steps (sd_frozen): a thread writing one waits in ww_segv() until the pages are writable
+ * again, and its write lands after the clear, where the next fold sees it.
+ * ------------------------------------------------------------------------------------------- */
+
+/* sd_fds() opens /proc/self/pagemap and clear_refs for this process; under sd_lock. */
+static int sd_fds(void)
+{
+    if (sd_pagemap_fd >= 0 && sd_fds_pid == getpid())
+        return 0;
+    if (sd_pagemap_fd >= 0)
+        close(sd_pagemap_fd);
+    if (sd_clear_fd >= 0)
+        close(sd_clear_fd);
+    sd_pagemap_fd = open_proc("/proc/self/pagemap", O_RDONLY);
+    sd_clear_fd = open_proc("/proc/self/clear_refs", O_WRONLY);
+    sd_fds_pid = getpid();
+    if (sd_pagemap_fd < 0 || sd_clear_fd < 0) {
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: softdirty: cannot open /proc/self/pagemap or clear_refs: %s",
+                  strerror(errno));
+        return VIDMM_E_UNSUPPORTED;
+    }
+    return 0;
+}
+
+static int sd_clear_all(void)
+{
+    ssize_t n;
+    do
+        n = pwrite(sd_clear_fd, "4", 1, 0);
+    while (n < 0 && errno == EINTR);
+    return n == 1 ? 0 : VIDMM_E_IO;
+}
+
+/* sd_fold() ORs the soft-dirty bits of [first, first + count) of region 'ww' into its 'acc'. */
+static int sd_fold(struct vidmm_writewatch *ww)
+{
+    size_t pg = vmos_page_size();
+    off_t base_off = (off_t)((uintptr_t)ww->base / pg) * 8;
+    for (size_t i = 0; i < ww->pages;) {
+        size_t n = ww->pages - i < PM_CHUNK ? ww->pages - i : PM_CHUNK;
+        ssize_t got;
+        do
+            got = pread(sd_pagemap_fd, sd_buf, n * 8, base_off + (off_t)i * 8);
+        while (got < 0 && errno == EINTR);
+        if (got <= 0 || got % 8 != 0)
+            return VIDMM_E_IO;
+        size_t m = (size_t)got / 8;
+        for (size_t k = 0; k < m; k++)
+            if (sd_buf[k] & PM_SOFT_DIRTY_BIT)
+                ww->acc[(i + k) / 64] |= (uint64_t)1 << ((i + k) % 64);
+        i += m;
+    }
+    return 0;
+}
+
+/* sd_cycle() folds every soft-dirty region and clears the bits of the process, with the
+ * regions read-only meanwhile. On failure nothing is cleared (what was folded is real writes).
+ * Under sd_lock. */
+static int sd_cycle(void)
+{
+    int rc = 0;
+    struct vidmm_writewatch *r, *stop = NULL;
+    atomic_store(&sd_frozen, 1);
+    for (r = sd_list; r != NULL; r = r->sd_next)
+        if (mprotect(r->base, r->size, PROT_READ) != 0) {
+            rc = VIDMM_E_NO_MEMORY; /* vm.max_map_count: the region's VMA could not be split */
+            stop = r;
+            break;
+        }
+    if (rc == 0)
+        for (r = sd_list; r != NULL && rc == 0; r = r->sd_next)
+            rc = sd_fold(r);
+    if (rc == 0)
+        rc = sd_clear_all();
+    for (r = sd_list; r != stop; r = r->sd_next)
+        (void)mprotect(r->base, r->size, PROT_READ | PROT_WRITE);
+    atomic_store(&sd_stray, 0);
+    atomic_store(&sd_frozen, 0);
+    return rc;
+}
+
+/* sd_probe() checks once that the kernel keeps soft-dirty bits (CONFIG_MEM_SOFT_DIRTY): a page
+ * written after a clear must read dirty, and clean after the next clear. Under sd_lock with no
+ * soft-dirty region registered, so the clears it makes take nothing from anyone. */
+static int sd_probe(void)
+{
+    if (sd_probed != 0)
+        return sd_probed > 0 ? 0 : VIDMM_E_UNSUPPORTED;
+    size_t pg = vmos_page_size();
+    volatile uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return VIDMM_E_NO_MEMORY;
+    uint64_t e1 = 0, e2 = ~(uint64_t)0;
+    off_t off = (off_t)((uintptr_t)p / pg) * 8;
+    bool ok = sd_clear_all() == 0;
+    p[0] = 1;
+    ok = ok && pread(sd_pagemap_fd, &e1, 8, off) == 8;
+    ok = ok && sd_clear_all() == 0 && pread(sd_pagemap_fd, &e2, 8, off) == 8;
+    munmap((void *)p, pg);
+    sd_probed = ok && (e1 & PM_SOFT_DIRTY_BIT) && !(e2 & PM_SOFT_DIRTY_BIT) ? 1 : -1;
+    if (sd_probed < 0) {
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: softdirty: the kernel keeps no soft-dirty bits "
+                  "(CONFIG_MEM_SOFT_DIRTY off, or clear_refs refused)");
+        return VIDMM_E_UNSUPPORTED;
+    }
+    return 0;
+}
+
+static int sd_create(struct vidmm_writewatch *ww)
+{
+    ww->acc = calloc(ww->words, sizeof *ww->acc);
+    if (ww->acc == NULL)
+        return VIDMM_E_NO_MEMORY;
+    pthread_mutex_lock(&sd_lock);
+    int rc = sd_fds();
+    if (rc == 0)
+        rc = sd_probe();
+    if (rc == 0) {
+        ww->sd_next = sd_list;
+        sd_list = ww;
+        rc = sd_cycle();
+        if (rc == 0) {
+            memset(ww->acc, 0, ww->words * sizeof *ww->acc);
+        } else {
+            sd_list = ww->sd_next;
+        }
+    }
+    pthread_mutex_unlock(&sd_lock);
+    if (rc != 0) {
+        free(ww->acc);
+        ww->acc = NULL;
+    }
+    return rc;
+}
+
+static void sd_destroy(struct vidmm_writewatch *ww)
+{
+    pthread_mutex_lock(&sd_lock);
+    for (struct vidmm_writewatch **pp = &sd_list; *pp != NULL; pp = &(*pp)->sd_next)
+        if (*pp == ww) {
+            *pp = ww->sd_next;
+            break;
+        }
+    pthread_mutex_unlock(&sd_lock);
+    free(ww->acc);
+}
+
+/* emit_bitmap() stores the set bits of 'bm' (for 'pages' pages) into 's'. With 'clear', the bits
+ * stored are cleared in 'bm'. Returns 1 when the sink filled up with set bits left, else 0. */
+static int emit_bitmap(uint64_t *bm, size_t pages, struct sink *s, bool clear)
+{
+    size_t words = (pages + 63) / 64;
+    for (size_t w = 0; w < words; w++) {
+        uint64_t v = bm[w];
+        while (v != 0) {
+            if (s->bitmap == NULL && s->full)
+                return 1;
+            unsigned b = (unsigned)__builtin_ctzll(v);
+            size_t page = w * 64 + b;
+            if (page >= pages)
+                break;
+            sink_run(s, page, 1);
+            v &= v - 1;
+            if (clear)
+                bm[w] &= ~((uint64_t)1 << b);
+        }
+    }
+    return 0;
+}
+
+static int sd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+{
+    pthread_mutex_lock(&sd_lock);
+    int rc = sd_fds();
+    if (rc == 0)
+        rc = reset ? sd_cycle() : sd_fold(ww);
+    if (rc == 0)
+        rc = emit_bitmap(ww->acc, ww->pages, s, reset);
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+static int sd_reset(struct vidmm_writewatch *ww)
+{
+    pthread_mutex_lock(&sd_lock);
+    int rc = sd_fds();
+    if (rc == 0)
+        rc = sd_cycle();
+    if (rc == 0)
+        memset(ww->acc, 0, ww->words * sizeof *ww->acc);
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * mprotect backend
+ *
+ * The region is read-only; the first write to a page raises SIGSEGV, mp_fault() sets the page's
+ * bit and makes it writable, and the write is retried. Bits are set and cleared only under the
+ * region's spin lock, with the protection change, so a get-with-reset sees a page either
+ * written-and-writable (reports it, protects it again) or protected (its next write faults).
+ * ------------------------------------------------------------------------------------------- */
+static int mp_create(struct vidmm_writewatch *ww)
+{
+    ww->bits = calloc(ww->words, sizeof *ww->bits);
+    if (ww->bits == NULL)
+        return VIDMM_E_NO_MEMORY;
+    atomic_flag_clear(&ww->spin);
+    return 0;
+}
+
+/* mp_protect_run() protects pages [first, first + count) again and clears their bits; on failure
+ * (ENOMEM) the bits stay set, so the pages are reported again. Spin lock held. */
+static void mp_protect_run(struct vidmm_writewatch *ww, size_t first, size_t count)
+{
+    size_t pg = vmos_page_size();
+    if (mprotect(ww->base + first * pg, count * pg, PROT_READ) != 0)
+        return;
+    for (size_t i = first; i < first + count; i++)
+        atomic_fetch_and_explicit(&ww->bits[i / 64], ~((uint64_t)1 << (i % 64)), memory_order_relaxed);
+}
+
+static int mp_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+{
+    uint64_t *snap = malloc(ww->words * sizeof *snap);
+    if (snap == NULL)
+        return VIDMM_E_NO_MEMORY;
+    sigset_t old;
+    if (reset)
+        spin_lock_blocking(ww, &old);
+    for (size_t w = 0; w < ww->words; w++)
+        snap[w] = atomic_load_explicit(&ww->bits[w], memory_order_relaxed);
+    if (!reset) {
+        int rc = emit_bitmap(snap, ww->pages, s, false);
+        free(snap);
+        return rc;
+    }
+    /* Which pages this call takes: all written ones, or the first 'cap' of them. */
+    size_t taken_end = ww->pages;   /* pages below this index that are set are taken */
+    int more = 0;
+    if (s->bitmap == NULL) {
+        size_t n = 0;
+        for (size_t w = 0; w < ww->words && taken_end == ww->pages; w++) {
+            uint64_t v = snap[w];
+            while (v != 0) {
+                size_t page = w * 64 + (unsigned)__builtin_ctzll(v);
+                if (page >= ww->pages)
+                    break;
+                if (n == s->cap) {
+                    taken_end = page;
+                    more = 1;
+                    break;
+                }
+                n++;
+                v &= v - 1;
+            }
+        }
+    }
+    if (taken_end == ww->pages) {
+        /* Everything: one call protects the whole region (and merges its mappings back). */
+        if (mprotect(ww->base, ww->size, PROT_READ) == 0) {
+            for (size_t w = 0; w < ww->words; w++)
+                atomic_store_explicit(&ww->bits[w], 0, memory_order_relaxed);
+        }
+    } else {
+        for (size_t i = 0; i < taken_end;) {
+            if (!(snap[i / 64] & ((uint64_t)1 << (i % 64)))) {
+                i++;
+                continue;
+            }
+            size_t j = i + 1;
+            while (j < taken_end && (snap[j / 64] & ((uint64_t)1 << (j % 64))))
+                j++;
+            mp_protect_run(ww, i, j - i);
+            i = j;
+        }
+    }
+    spin_unlock_blocking(ww, &old);
+    /* Report what was taken, outside the lock (the output may be anywhere but in the region). */
+    if (taken_end < ww->pages) {
+        for (size_t i = taken_end; i < ww->pages; i++)
+            snap[i / 64] &= ~((uint64_t)1 << (i % 64));
+    }
+    (void)emit_bitmap(snap, ww->pages, s, false);
+    free(snap);
+    return more;
+}
+
+static int mp_reset(struct vidmm_writewatch *ww)
+{
+    sigset_t old;
+    int rc = 0;
+    spin_lock_blocking(ww, &old);
+    if (mprotect(ww->base, ww->size, PROT_READ) == 0) {
+        for (size_t w = 0; w < ww->words; w++)
+            atomic_store_explicit(&ww->bits[w], 0, memory_order_relaxed);
+    } else {
+        rc = VIDMM_E_NO_MEMORY;
+    }
+    spin_unlock_blocking(ww, &old);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Public API
+ * ------------------------------------------------------------------------------------------- */
+static int try_backend(struct vidmm_writewatch *ww, int b)
+{
+    switch (b) {
+    case VIDMM_WRITEWATCH_UFFD:
+        return uffd_create(ww);
+    case VIDMM_WRITEWATCH_SOFTDIRTY:
+        return sd_create(ww);
+    case VIDMM_WRITEWATCH_MPROTECT:
+        return mp_create(ww);
+    default:
+        return VIDMM_E_INVALID_ARG;
+    }
+}
+
+int vidmm_writewatch_create(const struct vidmm_writewatch_desc *desc, vidmm_writewatch **out)
+{
+    static const char call[] = "vidmm_writewatch_create";
+    if (desc == NULL || out == NULL)
+        return vidmm_refuse(call, desc == NULL ? "desc" : "out", "NULL", "writewatch.h");
+    if (desc->size_of < sizeof(struct vidmm_writewatch_desc))
+        return vidmm_refuse(call, "size_of", "smaller than the descriptor", "writewatch.h");
+    size_t pg = vmos_page_size();
+    uintptr_t start = (uintptr_t)desc->base;
+    if (desc->base == NULL || (start & (pg - 1)) != 0)
+        return vidmm_refuse(call, "base", "NULL or not page-aligned", "writewatch.h");
+    if (desc->size == 0 || (desc->size & (pg - 1)) != 0 || !vidmm_range_ok(desc->base, desc->size) ||
+        start + desc->size == 0)
+        return vidmm_refuse(call, "size", "0, not a multiple of the page size, or wraps", "writewatch.h");
+    if (desc->backend > VIDMM_WRITEWATCH_MPROTECT)
+        return vidmm_refuse(call, "backend", "unknown", "writewatch.h");
+    if (desc->flags != 0)
+        return vidmm_refuse(call, "flags", "unknown bits", "writewatch.h");
+
+    pthread_once(&env_once, env_init);
+    struct vidmm_writewatch *ww = calloc(1, sizeof *ww);
+    if (ww == NULL)
+        return VIDMM_E_NO_MEMORY;
+    ww->base = desc->base;
+    ww->size = desc->size;
+    ww->pages = desc->size / pg;
+    ww->words = (ww->pages + 63) / 64;
+    ww->uffd = -1;
+
+    pthread_mutex_lock(&reg_lock);
+    int rc = table_reserve(start, start + desc->size, &ww->slot);
+    if (rc != 0) {
+        pthread_mutex_unlock(&reg_lock);
+        free(ww);
+        return rc;
+    }
+    /* Candidates in order: the descriptor's backend alone; else the environment's, then the
+     * automatic order. */
+    int order[4], n = 0;
+    if (desc->backend != VIDMM_WRITEWATCH_AUTO) {
+        order[n++] = (int)desc->backend;
+    } else {
+        if (env_backend != VIDMM_WRITEWATCH_AUTO)
+            order[n++] = env_backend;
+        for (int b = VIDMM_WRITEWATCH_UFFD; b <= VIDMM_WRITEWATCH_MPROTECT; b++)
+            if (b != env_backend)
+                order[n++] = b;
+    }
+    rc = VIDMM_E_UNSUPPORTED;
+    for (int i = 0; i < n; i++) {
+        int b = order[i];
+        if (b != VIDMM_WRITEWATCH_UFFD) {
+            rc = install_segv();
+            if (rc != 0)
+                continue;
+        }
+        /* A soft-dirty clear makes regions read-only and must find this one in the table (the
+         * handler reads 'backend' once the slot is published). */
+        ww->backend = b;
+        if (b == VIDMM_WRITEWATCH_SOFTDIRTY)
+            table_publish(ww->slot, ww);
+        rc = try_backend(ww, b);
+        if (rc == 0)
+            break;
+        if (b == VIDMM_WRITEWATCH_SOFTDIRTY) {
+            atomic_store(&slots[ww->slot].state, SLOT_RESERVED);
+            wait_no_handler();
+        }
+        if (i == 0 && desc->backend == VIDMM_WRITEWATCH_AUTO && env_backend != VIDMM_WRITEWATCH_AUTO)
+            vidmm_log(VIDMM_LOG_WARN, "VIDMM_WRITEWATCH=%s: unavailable here; trying the others",
+                      backend_names[env_backend]);
+        if (rc == VIDMM_E_NO_MEMORY)
+            break;
+    }
+    if (rc != 0) {
+        table_release(ww->slot);
+        pthread_mutex_unlock(&reg_lock);
+        free(ww);
+        return rc;
+    }
+    if (ww->backend == VIDMM_WRITEWATCH_MPROTECT) {
+        table_publish(ww->slot, ww);
+        if (mprotect(ww->base, ww->size, PROT_READ) != 0) {
+            atomic_store(&slots[ww->slot].state, SLOT_FREE);
+            wait_no_handler();
+            pthread_mutex_unlock(&reg_lock);
+            free((void *)ww->bits);
+            free(ww);
+            return VIDMM_E_NO_MEMORY;
+        }
+    } else if (ww->backend == VIDMM_WRITEWATCH_UFFD) {
+        table_publish(ww->slot, ww);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    vidmm_log(VIDMM_LOG_DEBUG, "vidmm_writewatch: %zu pages at %p on %s", ww->pages, (void *)ww->base,
+              backend_names[ww->backend]);
+    *out = ww;
+    return 0;
+}
+
+void vidmm_writewatch_destroy(vidmm_writewatch *ww)
+{
+    if (ww == NULL)
+        return;
+    switch (ww->backend) {
+    case VIDMM_WRITEWATCH_UFFD:
+        uffd_destroy(ww);
+        break;
+    case VIDMM_WRITEWATCH_SOFTDIRTY:
+        sd_destroy(ww); /* out of the list first: no clear will make it read-only again */
+        break;
+    case VIDMM_WRITEWATCH_MPROTECT: {
+        sigset_t old;
+        spin_lock_blocking(ww, &old);
+        (void)mprotect(ww->base, ww->size, PROT_READ | PROT_WRITE);
+        spin_unlock_blocking(ww, &old);
+        break;
+    }
+    default:
+        break;
+    }
+    pthread_mutex_lock(&reg_lock);
+    atomic_store(&slots[ww->slot].state, SLOT_DEAD);
+    wait_no_handler();
+    pthread_mutex_unlock(&reg_lock);
+    free((void *)ww->bits);
+    free(ww);
+}
+
+static int do_get(vidmm_writewatch *ww, bool reset, struct sink *s)
+{
+    switch (ww->backend) {
+    case VIDMM_WRITEWATCH_UFFD:
+        return uffd_get(ww, reset, s);
+    case VIDMM_WRITEWATCH_SOFTDIRTY:
+        return sd_get(ww, reset, s);
+    default:
+        return mp_get(ww, reset, s);
+    }
+}
+
+int vidmm_writewatch_get(vidmm_writewatch *ww, bool reset, uint64_t *pages, size_t capacity, size_t *count)
+{
+    if (ww == NULL || count == NULL || (pages == NULL && capacity > 0))
+        return vidmm_refuse(__func__, ww == NULL ? "ww" : count == NULL ? "count" : "pages", "NULL",
+                            "writewatch.h");
+    struct sink s = { pages, capacity, NULL, 0, capacity == 0 };
+    int rc = do_get(ww, reset, &s);
+    *count = rc >= 0 ? s.n : 0;
+    return rc;
+}
+
+int vidmm_writewatch_get_bitmap(vidmm_writewatch *ww, bool reset, uint64_t *bitmap, size_t words, size_t *count)
+{
+    if (ww == NULL || bitmap == NULL || words < ww->words)
+        return vidmm_refuse(__func__, ww == NULL ? "ww" : bitmap == NULL ? "bitmap" : "words",
+                            "NULL, or fewer words than the region has pages / 64", "writewatch.h");
+    memset(bitmap, 0, ww->words * sizeof *bitmap);
+    struct sink s = { NULL, 0, bitmap, 0, false };
+    int rc = do_get(ww, reset, &s);
+    if (count != NULL)
+        *count = rc >= 0 ? s.n : 0;
+    return rc < 0 ? rc : 0;
+}
+
+int vidmm_writewatch_reset(vidmm_writewatch *ww)
+{
+    if (ww == NULL)
+        return vidmm_refuse(__func__, "ww", "NULL", "writewatch.h");
+    switch (ww->backend) {
+    case VIDMM_WRITEWATCH_UFFD:
+        return uffd_reset(ww);
+    case VIDMM_WRITEWATCH_SOFTDIRTY:
+        return sd_reset(ww);
+    default:
+        return mp_reset(ww);
+    }
+}
+
+int vidmm_writewatch_backend(const vidmm_writewatch *ww)
+{
+    if (ww == NULL)
+        return VIDMM_E_INVALID_ARG;
+    return ww->backend;
+}
+
+size_t vidmm_writewatch_pages(const vidmm_writewatch *ww)
+{
+    return ww != NULL ? ww->pages : 0;
+}
