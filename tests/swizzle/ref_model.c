@@ -376,9 +376,15 @@ static bool prep_block_linear(struct ref_layout *L)
         struct ref_mip *mp = &L->mip[m];
         mp->gob_bh = m == 0 ? L->bh0 : mip_bh(mp->h, L->bh0);
         mp->gob_bd = m == 0 ? L->bd0 : mip_bd(mp->d, L->bd0);
-        /* 3.3 mip_size: the depth term rounds to depth_auto(d). */
+        /* 3.3 mip_size: the depth term rounds to depth_auto(d). An explicit block depth is the
+         * library's extension (3.5 always takes depth_auto(D)); one above depth_auto(d) is used
+         * as given at mip 0, and then addresses whole slabs of it (3.3 offset: block_bytes =
+         * 512 * bh * bd), so the depth pads to it - as the spec's "the two never disagree"
+         * holds wherever the spec defines bd. (Found by fuzz_swizzle: a 2D surface with
+         * block_depth 2 addressed past the model's size.) */
         uint64_t wg = ceil_div((uint64_t)mp->w * s->elem, 64);
-        mp->size = wg * ceil_div(mp->h, 8ull * mp->gob_bh) * mp->gob_bh * round_up(mp->d, ref_depth_auto(mp->d)) * 512;
+        uint32_t dpad = ref_depth_auto(mp->d) > mp->gob_bd ? ref_depth_auto(mp->d) : mp->gob_bd;
+        mp->size = wg * ceil_div(mp->h, 8ull * mp->gob_bh) * mp->gob_bh * round_up(mp->d, dpad) * 512;
         mp->off = off;
         off += mp->size;
     }
