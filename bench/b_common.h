@@ -80,6 +80,9 @@ struct b_case {
     enum vidmm_flush_op op;
     enum vidmm_flush_insn insn;
     const char *pre_skip;          /* non-NULL: skip with this reason, never run */
+    const char *skipped_here;      /* set by bench_main.c: known before the run not to run here
+                                      (pre_skip, a backend or instruction the CPU lacks); the
+                                      case is not registered, and the report lists it once */
     const void *spec;              /* what the body needs beyond these fields (bench_swizzle.c:
                                       the surface, layout and box), NULL otherwise */
     size_t buf_bytes;              /* bytes of src and dst the body uses, when more than 'bytes' */

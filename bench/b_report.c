@@ -530,24 +530,26 @@ static int path_rank(const char *path)
     return 99;
 }
 
-/* Sort keys: path family, then the first appearance of path/variant/backend, then size. */
-struct b_row { int idx, rank, group; size_t bytes; };
+/* Sort keys: path family (path_rank()), then the name: variant and backend alphabetically, then
+ * the size as a number (so 4096 comes before 65536). */
+struct b_row { int idx, rank; };
 
 static int row_cmp(const void *pa, const void *pb)
 {
     const struct b_row *a = pa, *b = pb;
     if (a->rank != b->rank)
         return a->rank < b->rank ? -1 : 1;
-    if (a->group != b->group)
-        return a->group < b->group ? -1 : 1;
-    if (a->bytes != b->bytes)
-        return a->bytes < b->bytes ? -1 : 1;
-    return 0;
-}
-
-static bool same_group(const struct b_case *a, const struct b_case *b)
-{
-    return strcmp(a->path, b->path) == 0 && strcmp(a->variant, b->variant) == 0 && strcmp(a->backend, b->backend) == 0;
+    const struct b_case *ca = b_case_at((size_t)a->idx), *cb = b_case_at((size_t)b->idx);
+    int d = strcmp(ca->path, cb->path);
+    if (d == 0)
+        d = strcmp(ca->variant, cb->variant);
+    if (d == 0)
+        d = strcmp(ca->backend, cb->backend);
+    if (d == 0 && ca->bytes != cb->bytes)
+        d = ca->bytes < cb->bytes ? -1 : 1;
+    if (d == 0)
+        d = strcmp(ca->name, cb->name);
+    return d;
 }
 
 static struct b_row *sorted_rows(size_t *nrows)
@@ -560,13 +562,8 @@ static struct b_row *sorted_rows(size_t *nrows)
         const struct b_case *c = b_case_at(i);
         if (c->id < 0)
             continue;
-        size_t g = 0;
-        while (g < i && !same_group(b_case_at(g), c))
-            g++;
         rows[k].idx = (int)i;
         rows[k].rank = path_rank(c->path);
-        rows[k].group = (int)g;
-        rows[k].bytes = c->bytes;
         k++;
     }
     qsort(rows, k, sizeof(*rows), row_cmp);
@@ -585,6 +582,58 @@ static void print_num(double v, const char *fmt, int width)
 static const char *insn_of(enum vidmm_flush_op op)
 {
     return vidmm_flush_insn_name(vidmm_flush_insn(op));
+}
+
+/* The cases that did not run here, once per reason: "cpu lacks avx512: 160 cases (copy_wc,
+ * fill, swizzle)". Both the ones known before the run (never registered) and the ones a body
+ * skipped while running (a variant the library refused, a disk tier without io_uring). */
+static void print_skipped(void)
+{
+    enum { MAX_REASONS = 48 };
+    struct { const char *reason; int count; char paths[96]; } r[MAX_REASONS];
+    int nr = 0, other = 0;
+    for (size_t i = 0; i < b_case_count(); i++) {
+        const struct b_case *c = b_case_at(i);
+        const char *why = NULL;
+        if (c->skipped_here != NULL) {
+            why = c->skipped_here;
+        } else if (c->id >= 0) {
+            struct b_fig f = fig((int)i);
+            if (f.status == VBENCH_SKIPPED)
+                why = f.reason;
+        }
+        if (why == NULL)
+            continue;
+        int k = 0;
+        while (k < nr && strcmp(r[k].reason, why) != 0)
+            k++;
+        if (k == nr) {
+            if (nr == MAX_REASONS) {
+                other++;
+                continue;
+            }
+            r[nr].reason = why;
+            r[nr].count = 0;
+            r[nr].paths[0] = '\0';
+            nr++;
+        }
+        r[k].count++;
+        /* The families, each once, in the order met. */
+        char hay[104], key[32];
+        snprintf(hay, sizeof(hay), ", %s,", r[k].paths);
+        snprintf(key, sizeof(key), ", %s,", c->path);
+        if (strstr(hay, key) == NULL) {
+            size_t len = strlen(r[k].paths);
+            snprintf(r[k].paths + len, sizeof(r[k].paths) - len, "%s%s", len ? ", " : "", c->path);
+        }
+    }
+    if (nr == 0)
+        return;
+    printf("\n---- not run here ----\n");
+    for (int k = 0; k < nr; k++)
+        printf("%-64s %4d case%s (%s)\n", r[k].reason, r[k].count, r[k].count == 1 ? "" : "s", r[k].paths);
+    if (other > 0)
+        printf("%-64s %4d case%s\n", "(other reasons)", other, other == 1 ? "" : "s");
 }
 
 void b_report_print(const struct b_run_info *run)
@@ -607,18 +656,22 @@ void b_report_print(const struct b_run_info *run)
     struct b_row *rows = sorted_rows(&n);
     if (rows == NULL)
         return;
-    printf("%-44s %9s %12s %8s %9s\n", "case", "GB/s", "ns/call", "x libc", "x ceiling");
-    const char *prev = "";
+    /* One table per family (path), its cases by name. Cases that could not run here are not
+     * rows: they are counted once per reason below the tables. */
+    const char *prev = NULL;
     for (size_t i = 0; i < n; i++) {
         const struct b_case *c = b_case_at((size_t)rows[i].idx);
-        if (strcmp(prev, c->path) != 0 && i > 0)
-            printf("\n");
-        prev = c->path;
         struct b_fig f = fig(rows[i].idx);
-        printf("%-44s ", c->name);
+        if (f.status == VBENCH_SKIPPED || f.status == VBENCH_NOT_RUN)
+            continue;
+        if (prev == NULL || strcmp(prev, c->path) != 0) {
+            printf("%s---- %s ----\n", prev == NULL ? "" : "\n", c->path);
+            printf("%-50s %9s %12s %8s %9s\n", "case", "GB/s", "ns/call", "x libc", "x ceiling");
+        }
+        prev = c->path;
+        printf("%-50s ", c->name);
         if (f.status != VBENCH_OK) {
-            printf("%s: %s\n", f.status == VBENCH_SKIPPED ? "skipped" : f.status == VBENCH_FAILED ? "FAILED" : "not run",
-                   f.reason);
+            printf("FAILED: %s\n", f.reason);
             continue;
         }
         print_num(f.gbps, "%*.2f", 9);
@@ -630,6 +683,7 @@ void b_report_print(const struct b_run_info *run)
         print_num(ratio(rows[i].idx, c->ceil_case), "%*.3f", 9);
         printf("\n");
     }
+    print_skipped();
     free(rows);
     b_io_report_print();
 

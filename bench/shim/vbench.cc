@@ -6,9 +6,15 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -29,6 +35,7 @@ struct Case {
     std::vector<double> rep_s;        // measured seconds per iteration, one per repetition
     std::vector<double> rep_iters;    // iterations of each repetition
     double agg_median_s = 0;          // only when Google Benchmark reported aggregates alone
+    bool first_rep_done = false;      // progress: the first repetition has been measured
 };
 
 // Filled before any run starts and never resized afterwards, so the Case pointers a running
@@ -36,6 +43,20 @@ struct Case {
 std::vector<Case> g_cases;
 std::unordered_map<std::string, int> g_index;
 void (*g_help)(void) = nullptr;
+
+// vbench_set_console(): where the console output goes, and the progress display.
+std::string g_raw_log;
+bool g_progress = false;
+// What the progress display needs of the command line, read by vbench_init() before Google
+// Benchmark removes its flags: 1.7.1's defaults are 0.5 s and 1 repetition.
+double g_min_time = 0.5;
+long g_repetitions = 1;
+// Progress: repetitions measured so far, of how many; when the run started; what was shown.
+size_t g_done = 0, g_total = 0;
+Clock::time_point g_run_t0;
+double g_last_shown = -1;
+int g_last_tenth = 0;
+bool g_tty = false;
 
 double seconds_since(Clock::time_point t0)
 {
@@ -49,6 +70,7 @@ struct vbench_state {
     Case *c;
     Clock::time_point t0;     // when the clock last started
     double batch_s;           // measured time of the current batch so far
+    double attempt_s;         // measured time of the batches of this attempt that ended
     uint64_t bytes_per_iter;
     bool in_batch;            // a batch handed out by vbench_keep_running_batch() is running
     bool running;             // the clock runs (not paused)
@@ -56,6 +78,60 @@ struct vbench_state {
 };
 
 namespace {
+
+// "m:ss" of 's' seconds.
+std::string clock_text(double s)
+{
+    char buf[32];
+    long t = s > 0 ? static_cast<long>(s + 0.5) : 0;
+    std::snprintf(buf, sizeof(buf), "%ld:%02ld", t / 60, t % 60);
+    return buf;
+}
+
+// Shows the progress after a repetition of case 'name' ('last': the run is over). On a terminal
+// one line is rewritten at most five times a second; elsewhere a line is printed at every tenth,
+// so a CI log gets ten.
+void progress_show(const std::string &name, bool last)
+{
+    double el = seconds_since(g_run_t0);
+    size_t total = std::max(g_total, g_done + (last ? 0 : 1));
+    size_t done = last ? total : g_done;
+    int pct = total ? static_cast<int>(100 * done / total) : 100;
+    std::string left = done > 0 && done < total ? "~" + clock_text(el * static_cast<double>(total - done) /
+                                                                  static_cast<double>(done)) + " left"
+                                                : "";
+    if (g_tty) {
+        if (!last && el - g_last_shown < 0.2)
+            return;
+        g_last_shown = el;
+        std::fprintf(stderr, "\r\033[K[%zu/%zu] %3d%%  %s elapsed%s%s  %.40s%s", done, total, pct,
+                     clock_text(el).c_str(), left.empty() ? "" : ", ", left.c_str(), last ? "" : name.c_str(),
+                     last ? "\n" : "");
+    } else if (last || pct / 10 > g_last_tenth) {
+        g_last_tenth = pct / 10;
+        std::fprintf(stderr, "[%zu/%zu] %3d%%  %s elapsed%s%s\n", done, total, pct, clock_text(el).c_str(),
+                     left.empty() ? "" : ", ", left.c_str());
+    }
+    std::fflush(stderr);
+}
+
+// Counts a repetition when this attempt was one. Google Benchmark 1.7.1 measures the first
+// repetition of a case in attempts of growing iteration counts until one is significant - an
+// error, 1e9 iterations, or measured (here: manual) time of at least --benchmark_min_time -
+// and every later repetition in one attempt with that count (DoOneRepetition() in its
+// benchmark_runner.cc). Only the display depends on this.
+void progress_note(Case &c, const vbench_state &st, benchmark::State &s)
+{
+    if (!g_progress)
+        return;
+    if (!c.first_rep_done) {
+        if (!(s.error_occurred() || s.iterations() >= 1000000000 || st.attempt_s >= g_min_time))
+            return;
+        c.first_rep_done = true;
+    }
+    g_done++;
+    progress_show(c.name, false);
+}
 
 // Runs one attempt of a case. Google Benchmark calls it several times per case: while it grows
 // the iteration count until the measured time reaches --benchmark_min_time, then once per
@@ -69,6 +145,7 @@ void run_case(int id, benchmark::State &s)
     c.fn(&st, c.arg);
     if (!s.error_occurred() && st.bytes_per_iter != 0)
         s.SetBytesProcessed(static_cast<int64_t>(s.iterations()) * static_cast<int64_t>(st.bytes_per_iter));
+    progress_note(c, st, s);
 }
 
 void flag(vbench_state *st, vbench_status status, const char *prefix, const char *reason)
@@ -176,6 +253,7 @@ bool vbench_keep_running_batch(vbench_state *st, uint64_t *n)
         // the batch's iterations.
         if (!s.error_occurred())
             s.SetIterationTime(st->batch_s);
+        st->attempt_s += st->batch_s;
         st->in_batch = false;
         st->running = false;
     }
@@ -256,6 +334,14 @@ int vbench_register(const char *name, vbench_fn fn, const void *arg)
 int vbench_init(int *argc, char **argv, void (*help)(void))
 {
     g_help = help;
+    // The last value of a flag wins, as in Google Benchmark.
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        if (std::strncmp(a, "--benchmark_min_time=", 21) == 0)
+            g_min_time = std::atof(a + 21);
+        else if (std::strncmp(a, "--benchmark_repetitions=", 24) == 0)
+            g_repetitions = std::max(1L, std::atol(a + 24));
+    }
     benchmark::Initialize(argc, argv, help_printer);
     return benchmark::ReportUnrecognizedArguments(*argc, argv) ? -1 : 0;
 }
@@ -265,13 +351,45 @@ void vbench_add_context(const char *key, const char *value)
     benchmark::AddCustomContext(key, value);
 }
 
+int vbench_set_console(const char *raw_log, bool progress)
+{
+    g_raw_log = raw_log ? raw_log : "";
+    g_progress = progress;
+    if (!g_raw_log.empty()) {
+        // Created (truncated) now, so that a path that cannot be written fails before any case.
+        std::FILE *f = std::fopen(g_raw_log.c_str(), "w");
+        if (f == nullptr)
+            return -1;
+        std::fclose(f);
+    }
+    return 0;
+}
+
 size_t vbench_run(bool console_aggregates_only)
 {
     // CreateDefaultDisplayReporter() honours --benchmark_format and --benchmark_color; the
     // reporter it returns is owned by Google Benchmark (a function-local static), not by us.
     benchmark::BenchmarkReporter *inner = benchmark::CreateDefaultDisplayReporter();
     Collector collector(inner, console_aggregates_only);
+    std::ofstream raw;
+    if (!g_raw_log.empty()) {
+        // The context block and Google Benchmark's warnings go to the error stream, the table to
+        // the output stream: both to the log.
+        raw.open(g_raw_log, std::ios::out | std::ios::app);
+        if (raw.is_open()) {
+            inner->SetOutputStream(&raw);
+            inner->SetErrorStream(&raw);
+            collector.SetOutputStream(&raw);
+            collector.SetErrorStream(&raw);
+        }
+    }
+    g_total = g_cases.size() * static_cast<size_t>(g_repetitions);
+    g_done = 0;
+    g_tty = isatty(STDERR_FILENO) != 0;
+    g_run_t0 = Clock::now();
     size_t matched = benchmark::RunSpecifiedBenchmarks(&collector);
+    if (g_progress && g_done > 0)
+        progress_show("", true);
     benchmark::Shutdown();
     return matched;
 }

@@ -97,6 +97,15 @@ int vbench_init(int *argc, char **argv, void (*help)(void));
  * output (its JSON "context" object). Call before vbench_run(). */
 void vbench_add_context(const char *key, const char *value);
 
+/* vbench_set_console() chooses where vbench_run() writes Google Benchmark's console output:
+ * its context block (CPU, caches, its own warnings), and its table of every run. 'raw_log' is a
+ * file to write them to instead of stdout/stderr (NULL: the terminal, as by default), so that
+ * a caller can print a report of its own. With 'progress', vbench_run() also shows on stderr
+ * how far it is: repetitions done of all, elapsed time and an estimate of the time left - one
+ * line rewritten in place on a terminal, a line at every tenth otherwise (a CI log). Call
+ * before vbench_run(). Returns 0, or -1 when 'raw_log' cannot be opened (errno set). */
+int vbench_set_console(const char *raw_log, bool progress);
+
 /* vbench_run() runs the selected cases, printing Google Benchmark's console table and writing
  * its file output (--benchmark_out). With 'console_aggregates_only', a case run with
  * repetitions shows only its median row on the console, and a skipped one a single line (the

@@ -57,5 +57,10 @@ int vidmm_fill32_ex(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind k
 
 int vidmm_fill32(void *dst, uint32_t pattern, size_t n, enum vidmm_mem_kind dst_kind)
 {
+#ifdef VIDMM_BENCH_SELFTEST_SLOWDOWN
+    /* tools/bench_gate.sh --selftest only (bench/gate/CMakeLists.txt): ~3% more instructions. */
+    for (volatile size_t spin = 0; spin < n / 4096; spin++) {
+    }
+#endif
     return vidmm_fill32_ex(dst, pattern, n, dst_kind, NULL);
 }

@@ -1,0 +1,775 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/gate/gate_main.c - vidmm_gate: the deterministic regression gate's workload. Every gated
+ * path runs a fixed amount of work (never Google Benchmark's adaptive iteration count), once,
+ * under Valgrind's Callgrind; tools/bench_gate.sh compares the instructions of each row between
+ * two builds.
+ *
+ * Each row is bracketed by Callgrind client requests: its counters are zeroed, collection is
+ * switched on for the row's calls only (setup, the warm-up call and the checks are not counted),
+ * and the counts are dumped under the row's name ("desc: Trigger: Client Request: <row>").
+ * tools/bench_gate.sh runs it as
+ *
+ *   valgrind --tool=callgrind --collect-atstart=no vidmm_gate [--swap-dir DIR]
+ *
+ * Collection is per thread in Callgrind and only this thread switches it on, so the devices run
+ * their paging in the calling thread (paging_threads 0) and the disk tier with the synchronous
+ * I/O backend: every instruction of the work is counted, and none of a thread's waiting, whose
+ * length depends on the scheduler. Everything else that could differ from run to run is fixed
+ * here too: the kernel backend (--backend, default the widest Valgrind runs), the non-temporal
+ * threshold, the copy-to-WC variant (no calibration: it times the variants), base pages for the
+ * segments (the huge page pool is shared with the tests), and the address-space reservation
+ * (Valgrind refuses the default 64 GiB).
+ *
+ * Outside Valgrind the client requests do nothing: the program runs every row and prints its
+ * wall time, which checks the rows work (tools/bench_gate.sh --list, ctest's gate smoke test).
+ *
+ * Exit status: 0, 1 when a call failed (the row is named), 2 on bad usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vidmm/vidmm.h"
+
+#if defined(__has_include)
+#  if __has_include(<valgrind/callgrind.h>)
+#    include <valgrind/callgrind.h>
+#    define GATE_HAVE_CALLGRIND 1
+#  endif
+#endif
+#ifndef GATE_HAVE_CALLGRIND
+/* Built without Valgrind's headers (Debian: package valgrind): the rows still run. */
+#  define CALLGRIND_ZERO_STATS do { } while (0)
+#  define CALLGRIND_TOGGLE_COLLECT do { } while (0)
+#  define CALLGRIND_DUMP_STATS_AT(s) do { (void)(s); } while (0)
+#  define RUNNING_ON_VALGRIND 0
+#endif
+
+#define KiB ((size_t)1024)
+#define MiB ((size_t)1024 * 1024)
+
+/* The non-temporal threshold the kernels use here: the 1 MiB copies and fills take the
+ * streaming-store path, the smaller ones the temporal one, on every machine (the default is
+ * the machine's LLC size, which Valgrind reports as its simulated CPU's). */
+#define GATE_NT_THRESHOLD (1 * MiB)
+
+/* The linear buffers: the largest surface (1024 x 1024 x 4 bytes) and the largest copy. */
+#define GATE_BUF (4 * MiB)
+
+static unsigned char *g_src, *g_dst, *g_tiled;
+static size_t g_tiled_cap;
+static const char *g_filter;     /* --filter: rows whose name contains it */
+static const char *g_swap_dir = ".";
+static bool g_list;              /* --list: names only */
+static int g_rows, g_failed;
+static double g_row_t0;
+static bool g_in_row;            /* between row_begin() and row_end() */
+
+/* ---------------------------------------------------------------------------------------------
+ * Rows.
+ * ------------------------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Whether row 'name' runs (it is printed instead with --list). */
+static bool row_wanted(const char *name)
+{
+    if (g_filter != NULL && strstr(name, g_filter) == NULL)
+        return false;
+    if (g_list) {
+        printf("%s\n", name);
+        return false;
+    }
+    return true;
+}
+
+/* The measured region: counters zeroed, collection on. Nothing else may run between
+ * row_begin() and row_end() but the row's own calls. */
+static void row_begin(void)
+{
+    g_in_row = true;
+    g_row_t0 = now_s();
+    CALLGRIND_ZERO_STATS;
+    CALLGRIND_TOGGLE_COLLECT;
+}
+
+/* Collection off, and the row's counts dumped under its name. 'rc' is what the row's calls
+ * returned (OR-ed): a failed call fails the program, so no row is ever compared on a count of
+ * work that was refused. A row that failed before row_begin() dumps nothing (the tool then
+ * reports it missing). */
+static void row_end(const char *name, unsigned reps, int rc)
+{
+    double t = 0;
+    if (g_in_row) {
+        CALLGRIND_TOGGLE_COLLECT;
+        CALLGRIND_DUMP_STATS_AT(name);
+        t = now_s() - g_row_t0;
+        g_in_row = false;
+    } else if (rc == 0) {
+        rc = VIDMM_E_INVALID_ARG; /* never started: a bug of this file */
+    }
+    g_rows++;
+    if (rc != 0) {
+        g_failed++;
+        fprintf(stderr, "vidmm_gate: %s: a call returned %d (%s)\n", name, rc, vidmm_strerror(rc));
+    }
+    if (!RUNNING_ON_VALGRIND)
+        printf("%-44s %6u reps %10.3f ms%s\n", name, reps, t * 1e3, rc != 0 ? "  FAILED" : "");
+}
+
+/* A setup step that failed: the row cannot run, which fails the program. */
+static void row_setup_failed(const char *name, const char *what, int rc)
+{
+    g_failed++;
+    fprintf(stderr, "vidmm_gate: %s: setup: %s returned %d (%s)\n", name, what, rc, vidmm_strerror(rc));
+}
+
+static void *map_buffer(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "vidmm_gate: cannot map %zu MiB: %s\n", n / MiB, strerror(errno));
+        exit(2);
+    }
+    memset(p, 0, n); /* faulted in before any row: page faults are the kernel's, but tidy */
+    return p;
+}
+
+/* A non-repeating source (xorshift64), as bench/b_common.c's: the data a kernel moves never
+ * changes the instructions it runs, but a copy of zeros could hide a kernel that skips. */
+static void fill_source(unsigned char *p, size_t n)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t off = 0; off + 8 <= n; off += 8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(p + off, &x, 8);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Copy, fill, flush. The reps give each row at least 2 MiB of work, so the per-call overhead
+ * (argument checks, dispatch) weighs as it does in a caller's loop of small calls.
+ * ------------------------------------------------------------------------------------------- */
+
+static const size_t kernel_sizes[] = { 4 * KiB, 64 * KiB, 1 * MiB };
+#define NKSIZES (sizeof(kernel_sizes) / sizeof(kernel_sizes[0]))
+
+static unsigned kernel_reps(size_t n)
+{
+    return n >= 2 * MiB ? 1u : (unsigned)(2 * MiB / n);
+}
+
+enum copy_kind { COPY_CACHED, COPY_TO_WC, COPY_FROM_WC };
+
+static void rows_copy(void)
+{
+    static const char *const names[] = { "cached", "to_wc", "from_wc" };
+    for (int k = COPY_CACHED; k <= COPY_FROM_WC; k++) {
+        for (size_t i = 0; i < NKSIZES; i++) {
+            size_t n = kernel_sizes[i];
+            char name[64];
+            snprintf(name, sizeof(name), "copy/%s/%zu", names[k], n);
+            if (!row_wanted(name))
+                continue;
+            unsigned reps = kernel_reps(n);
+            int rc = 0;
+            /* One untimed call first: the dispatcher's choice and the first touch of the lines. */
+            for (unsigned r = 0; r <= reps; r++) {
+                if (r == 1)
+                    row_begin();
+                switch (k) {
+                case COPY_CACHED: rc |= vidmm_copy(g_dst, g_src, n, VIDMM_MEM_CACHED); break;
+                case COPY_TO_WC: rc |= vidmm_copy_to_wc(g_dst, g_src, n); break;
+                default: rc |= vidmm_copy_from_wc(g_dst, g_src, n); break;
+                }
+            }
+            row_end(name, reps, rc);
+        }
+    }
+}
+
+static void rows_fill(void)
+{
+    for (size_t i = 0; i < NKSIZES; i++) {
+        size_t n = kernel_sizes[i];
+        char name[64];
+        snprintf(name, sizeof(name), "fill/cached/%zu", n);
+        if (!row_wanted(name))
+            continue;
+        unsigned reps = kernel_reps(n);
+        int rc = 0;
+        for (unsigned r = 0; r <= reps; r++) {
+            if (r == 1)
+                row_begin();
+            rc |= vidmm_fill32(g_dst, 0xdeadbeefu, n, VIDMM_MEM_CACHED);
+        }
+        row_end(name, reps, rc);
+    }
+}
+
+static void rows_flush(void)
+{
+    static const struct {
+        const char *name;
+        enum vidmm_flush_op op;
+        size_t n;
+    } fl[] = {
+        { "writeback", VIDMM_FLUSH_WRITEBACK, 4 * KiB },
+        { "writeback", VIDMM_FLUSH_WRITEBACK, 1 * MiB },
+        { "writeback_invalidate", VIDMM_FLUSH_WRITEBACK_INVALIDATE, 64 * KiB },
+        { "invalidate", VIDMM_FLUSH_INVALIDATE, 64 * KiB },
+    };
+    for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "flush/%s/%zu", fl[i].name, fl[i].n);
+        if (!row_wanted(name))
+            continue;
+        unsigned reps = kernel_reps(fl[i].n);
+        int rc = 0;
+        for (unsigned r = 0; r <= reps; r++) {
+            if (r == 1)
+                row_begin();
+            rc |= vidmm_flush(g_dst, fl[i].n, fl[i].op);
+        }
+        row_end(name, reps, rc);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Swizzle: every layout family of bench/bench_swizzle.c, both directions, whole surfaces of
+ * 4-byte elements at three sizes (64 KiB, 1 MiB, 4 MiB) and a 64x64 box inside the largest,
+ * starting and ending inside tiles as bench_swizzle.c's does. The Intel layouts are defined on
+ * bytes: their surfaces have 1-byte elements and rows of W * 4 bytes, the same bytes.
+ * ------------------------------------------------------------------------------------------- */
+
+struct swz_family {
+    const char *name;
+    enum vidmm_tiling tiling;
+    bool byte_columns;
+    uint32_t amd_mode;
+};
+
+static const struct swz_family families[] = {
+    { "bl", VIDMM_TILING_BLOCK_LINEAR, false, 0 },
+    { "intel_y", VIDMM_TILING_INTEL_Y, true, 0 },
+    { "intel_4", VIDMM_TILING_INTEL_4, true, 0 },
+    { "intel_x", VIDMM_TILING_INTEL_X, true, 0 },
+    { "d3d64k", VIDMM_TILING_D3D_STD_64K, false, 0 },
+    { "d3d4k", VIDMM_TILING_D3D_STD_4K, false, 0 },
+    { "amd_rx", VIDMM_TILING_AMD_GFX10, false, 27 },   /* SW_64KB_R_X, 32 bpp */
+    { "eq", VIDMM_TILING_EQUATION, false, 0 },
+    { "morton", VIDMM_TILING_MORTON, false, 0 },
+    { "linear", VIDMM_TILING_LINEAR, false, 0 },
+};
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
+
+static const uint32_t swz_sides[] = { 128, 512, 1024 };
+#define NSIDES (sizeof(swz_sides) / sizeof(swz_sides[0]))
+#define SWZ_BOX 64u
+#define SWZ_BOX_DX 33u
+#define SWZ_BOX_DY 17u
+
+/* The D3D 64 KB standard swizzle of 32 bpp as a generic equation (tiling.md 5.2), as
+ * bench_swizzle.c builds it: x bits to the set bits of 0xAA8F, y bits to those of 0x5570. */
+static struct vidmm_equation eq_e4;
+
+static void eq_build(void)
+{
+    const uint32_t xmask = 0xAA8Fu, ymask = 0x5570u;
+    uint8_t xi = 0, yi = 0;
+    memset(&eq_e4, 0, sizeof(eq_e4));
+    eq_e4.bits = 16;
+    for (uint32_t b = 0; b < 16; b++) {
+        if ((xmask >> b) & 1) {
+            eq_e4.term[b][0].channel = VIDMM_EQ_X;
+            eq_e4.term[b][0].bit = xi++;
+        } else if ((ymask >> b) & 1) {
+            eq_e4.term[b][0].channel = VIDMM_EQ_Y;
+            eq_e4.term[b][0].bit = yi++;
+        }
+    }
+}
+
+static void swz_describe(const struct swz_family *f, uint32_t side, struct vidmm_tile_layout *L,
+                         struct vidmm_surface_desc *S)
+{
+    struct vidmm_tile_layout init = VIDMM_TILE_LAYOUT_INIT(f->tiling);
+    *L = init;
+    L->amd_swizzle_mode = f->amd_mode;
+    if (f->tiling == VIDMM_TILING_EQUATION)
+        L->equation = &eq_e4;
+    memset(S, 0, sizeof(*S));
+    S->size = sizeof(*S);
+    S->width = f->byte_columns ? side * 4 : side;
+    S->height = side;
+    S->depth = 1;
+    S->element_bytes = f->byte_columns ? 1 : 4;
+    S->block_width = S->block_height = 1;
+    S->mip_levels = 1;
+    S->array_layers = 1;
+}
+
+/* The tiled buffer: the largest tiled size of any layout's largest surface. */
+static size_t swz_tiled_need(void)
+{
+    size_t need = 0;
+    for (size_t fi = 0; fi < NFAMILIES; fi++) {
+        struct vidmm_tile_layout L;
+        struct vidmm_surface_desc S;
+        uint64_t t = 0;
+        swz_describe(&families[fi], swz_sides[NSIDES - 1], &L, &S);
+        if (vidmm_surface_tiled_size(&L, &S, &t) == 0 && t > need)
+            need = (size_t)t;
+    }
+    return need;
+}
+
+static int swz_call(bool tile, const struct vidmm_tile_layout *L, const struct vidmm_surface_desc *S,
+                    const struct vidmm_box *box, size_t tiled_bytes, size_t lin_bytes, size_t pitch)
+{
+    if (box == NULL)
+        return tile ? vidmm_swizzle_surface(L, S, g_tiled, tiled_bytes, g_src, lin_bytes)
+                    : vidmm_deswizzle_surface(L, S, g_tiled, tiled_bytes, g_dst, lin_bytes);
+    size_t slice = pitch * box->height;
+    return tile ? vidmm_swizzle(L, S, 0, 0, box, g_tiled, tiled_bytes, g_src, lin_bytes, pitch, slice)
+                : vidmm_deswizzle(L, S, 0, 0, box, g_tiled, tiled_bytes, g_dst, lin_bytes, pitch, slice);
+}
+
+static void rows_swizzle(void)
+{
+    eq_build();
+    for (size_t fi = 0; fi < NFAMILIES; fi++) {
+        const struct swz_family *f = &families[fi];
+        for (size_t si = 0; si <= NSIDES; si++) {
+            bool is_box = si == NSIDES;
+            uint32_t side = is_box ? swz_sides[NSIDES - 1] : swz_sides[si];
+            struct vidmm_tile_layout L;
+            struct vidmm_surface_desc S;
+            swz_describe(f, side, &L, &S);
+            struct vidmm_box box = { 0, 0, 0, S.width, S.height, 1 };
+            if (is_box) {
+                uint32_t bx = side / 2 + SWZ_BOX_DX;
+                box.x = f->byte_columns ? bx * 4 : bx;
+                box.y = side / 2 + SWZ_BOX_DY;
+                box.width = f->byte_columns ? SWZ_BOX * 4 : SWZ_BOX;
+                box.height = SWZ_BOX;
+            }
+            size_t pitch = (size_t)box.width * S.element_bytes;
+            size_t lin_bytes = pitch * box.height;
+            /* Whole surfaces: 4 MiB of work per row at least; boxes: 16 of them. */
+            unsigned reps = is_box ? 16u : (unsigned)(lin_bytes >= 4 * MiB ? 1 : 4 * MiB / lin_bytes);
+            for (int dir = 0; dir < 2; dir++) {
+                bool tile = dir == 0;
+                char name[64];
+                if (is_box)
+                    snprintf(name, sizeof(name), "%s/%s/box64", tile ? "swizzle" : "deswizzle", f->name);
+                else
+                    snprintf(name, sizeof(name), "%s/%s/%ux%u", tile ? "swizzle" : "deswizzle", f->name, side,
+                             side);
+                if (!row_wanted(name))
+                    continue;
+                uint64_t tiled_bytes = 0;
+                int rc = vidmm_surface_tiled_size(&L, &S, &tiled_bytes);
+                if (rc != 0 || tiled_bytes > g_tiled_cap) {
+                    row_setup_failed(name, "vidmm_surface_tiled_size", rc != 0 ? rc : VIDMM_E_NO_MEMORY);
+                    continue;
+                }
+                /* The untimed first call builds the thread's cached tables, as a caller's first
+                 * call would; a deswizzle reads what the swizzle row just wrote. */
+                for (unsigned r = 0; r <= reps; r++) {
+                    if (r == 1)
+                        row_begin();
+                    rc |= swz_call(tile, &L, &S, is_box ? &box : NULL, (size_t)tiled_bytes, lin_bytes, pitch);
+                }
+                row_end(name, reps, rc);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The video memory manager (include/vidmm/device.h), through the public API.
+ * ------------------------------------------------------------------------------------------- */
+
+#define SEG_BASE 0x100000000ull
+
+/* A device with one memory segment of 'size' bytes (flags 'seg_flags') and, with 'aperture', a
+ * 16 MiB aperture segment too; the caller's thread pages; base pages; a small reservation. */
+static int gate_device(uint64_t size, uint32_t seg_flags, bool aperture, const char *swap_path, uint64_t budget,
+                       vidmm_device **out)
+{
+    struct vidmm_segment_desc s[2];
+    memset(s, 0, sizeof(s));
+    s[0].base_address = SEG_BASE;
+    s[0].size = size;
+    s[0].commit_limit = size;
+    s[0].flags = seg_flags;
+    s[1].base_address = SEG_BASE * 2;
+    s[1].size = 16 * MiB;
+    s[1].commit_limit = 16 * MiB;
+    s[1].flags = VIDMM_SEGMENT_APERTURE;
+    struct vidmm_device_desc d = VIDMM_DEVICE_DESC_INIT;
+    d.segments = s;
+    d.segment_count = aperture ? 2 : 1;
+    d.paging_threads = 0;
+    d.sysmem_reserve = 256 * MiB;
+    d.memory_tier = VIDMM_TIER_BASE;
+    d.swap_path = swap_path;
+    d.sysmem_budget = budget;
+    d.io_backend = VIDMM_IO_SYNC;
+    return vidmm_device_create(&d, out);
+}
+
+static struct vidmm_alloc_desc alloc_desc(uint64_t size, uint32_t flags)
+{
+    struct vidmm_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.size_of = sizeof(d);
+    d.size = size;
+    d.preferred_segment = 1;
+    d.supported_read_set = 1;
+    d.supported_write_set = 1;
+    d.flags = flags;
+    d.priority = VIDMM_PRIORITY_NORMAL;
+    return d;
+}
+
+static void row_device_create_destroy(void)
+{
+    const char *name = "engine/device_create_destroy";
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 8;
+    int rc = 0;
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        vidmm_device *dev = NULL;
+        int e = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, true, NULL, 0, &dev);
+        rc |= e;
+        if (e == 0)
+            vidmm_device_destroy(dev);
+    }
+    row_end(name, reps, rc);
+}
+
+/* Create + destroy of a 64 KiB allocation (never placed), 'live' others alive; with 'place',
+ * 4 KiB allocations made resident in between, the 'live' others placed with a 4 KiB hole after
+ * each (as bench_engine.c's create_place_destroy: placement searches N free blocks). */
+static void row_create_destroy(uint32_t live, bool place)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "engine/%s/live%u", place ? "create_place_destroy" : "alloc_create_destroy",
+             (unsigned)live);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = place ? 200 : 1000;
+    const uint64_t size = place ? 4 * KiB : 64 * KiB;
+    vidmm_device *dev = NULL;
+    uint64_t seg = place ? (uint64_t)(2 * live + 64) * size : (uint64_t)(live + 1) * size;
+    int rc = gate_device(seg, 0, false, NULL, 0, &dev);
+    if (rc != 0) {
+        row_setup_failed(name, "vidmm_device_create", rc);
+        return;
+    }
+    struct vidmm_alloc_desc d = alloc_desc(size, 0);
+    uint32_t n = place ? 2 * live : live;
+    vidmm_handle *all = malloc(sizeof(*all) * n);
+    if (all == NULL) {
+        row_setup_failed(name, "malloc", VIDMM_E_NO_MEMORY);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        rc = vidmm_alloc_create(dev, &d, &all[i]);
+    /* Placed in order, bottom-up, in small batches (place_all() compares every pair of a list),
+     * then every other one destroyed. */
+    for (uint32_t i = 0; place && i < n && rc == 0; i += 256)
+        rc = vidmm_make_resident(dev, all + i, n - i < 256 ? n - i : 256, NULL);
+    for (uint32_t i = 1; place && i < n && rc == 0; i += 2)
+        rc = vidmm_alloc_destroy(dev, all[i]);
+    free(all);
+    if (rc != 0) {
+        row_setup_failed(name, "building the live allocations", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        vidmm_handle h;
+        int e = vidmm_alloc_create(dev, &d, &h);
+        if (e == 0 && place)
+            e = vidmm_make_resident(dev, &h, 1, NULL);
+        if (e == 0)
+            e = vidmm_alloc_destroy(dev, h);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+}
+
+/* vidmm_lock() (flags 0) + vidmm_unlock() of a 64 KiB allocation resident in a CPU-visible
+ * memory segment (bench_engine.c's engine/lock_unlock/resident). */
+static void row_lock_unlock(void)
+{
+    const char *name = "engine/lock_unlock/65536";
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 1000;
+    vidmm_device *dev = NULL;
+    vidmm_handle h = 0;
+    int rc = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, false, NULL, 0, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(64 * KiB, VIDMM_ALLOC_CPU_VISIBLE);
+    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0)
+        rc = vidmm_make_resident(dev, &h, 1, NULL);
+    if (rc != 0) {
+        row_setup_failed(name, "building the device", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        struct vidmm_lock_args la;
+        memset(&la, 0, sizeof(la));
+        la.allocation = h;
+        int e = vidmm_lock(dev, &la);
+        if (e == 0)
+            e = vidmm_unlock(dev, 1, &h);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+}
+
+/* Submissions: 'nrefs' allocations of 'size' bytes referenced per submission (written), the
+ * fence signalled at once (the "GPU" is done). With 'alternate', two such lists in turn into a
+ * segment that holds one: every submission evicts the other list and pages its own in
+ * (bench_engine.c's submit_pressure); without, the list stays resident and the row counts the
+ * submission's own bookkeeping. */
+static void row_submit(uint32_t nrefs, uint64_t size, bool alternate)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "engine/%s/%ux%llu", alternate ? "submit_pressure" : "submit_resident",
+             (unsigned)nrefs, (unsigned long long)size);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = alternate ? 10 : 200;
+    const uint32_t n = alternate ? 2 * nrefs : nrefs;
+    vidmm_device *dev = NULL;
+    int rc = gate_device((uint64_t)nrefs * size, 0, false, NULL, 0, &dev);
+    struct vidmm_alloc_ref *refs = calloc(n, sizeof(*refs));
+    if (rc != 0 || refs == NULL) {
+        row_setup_failed(name, "building the device", rc != 0 ? rc : VIDMM_E_NO_MEMORY);
+        vidmm_device_destroy(dev);
+        free(refs);
+        return;
+    }
+    struct vidmm_alloc_desc d = alloc_desc(size, 0);
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        rc = vidmm_alloc_create(dev, &d, &refs[i].allocation);
+        refs[i].flags = VIDMM_REF_WRITE;
+    }
+    /* Untimed rounds first: every list placed (filled) and, alternating, evicted once, so the
+     * measured ones find their backing stores in place. */
+    unsigned half = 0;
+    for (unsigned r = 0; r <= reps + 3 && rc == 0; r++) {
+        if (r == 4)
+            row_begin();
+        uint64_t fence = 0;
+        int e = vidmm_submit(dev, refs + half * nrefs, nrefs, 0, NULL, &fence);
+        if (e == 0)
+            e = vidmm_fence_signal(dev, fence);
+        if (alternate)
+            half ^= 1u;
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+    free(refs);
+}
+
+/* vidmm_evict() + vidmm_make_resident() of one allocation of 'size' bytes written by the "GPU":
+ * its content copied out to the backing store and back (bench_engine.c's evict_pagein). */
+static void row_evict_pagein(uint64_t size)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "engine/evict_pagein/%llu", (unsigned long long)size);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 10;
+    vidmm_device *dev = NULL;
+    vidmm_handle h = 0;
+    int rc = gate_device(size, 0, false, NULL, 0, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(size, 0);
+    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0 && (rc = vidmm_make_resident(dev, &h, 1, NULL)) == 0)
+        rc = vidmm_gpu_access(dev, h, 0, g_src, (size_t)size, true);
+    if (rc != 0) {
+        row_setup_failed(name, "building the device", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        int e = vidmm_evict(dev, &h, 1);
+        if (e == 0)
+            e = vidmm_make_resident(dev, &h, 1, NULL);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+}
+
+/* The disk tier through the synchronous I/O backend: two allocations of 'size' bytes in system
+ * memory (never placed) under a budget that holds one. Reading one back (make-resident-async,
+ * then its paging fence) leaves two in memory, so the same call writes the colder one out:
+ * each rep is one read-back and one write-out of 'size' bytes, CRC32C computed and checked. */
+static void row_swap(uint64_t size)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "swap/readback_writeout/%llu", (unsigned long long)size);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 8;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/vidmm-gate-swap", g_swap_dir);
+    unlink(path); /* a leftover of a killed run: the device creates its own, nameless */
+    vidmm_device *dev = NULL;
+    vidmm_handle h[2] = { 0, 0 };
+    int rc = gate_device(16 * MiB, 0, false, path, size, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(size, 0);
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if ((rc = vidmm_alloc_create(dev, &d, &h[i])) == 0)
+            rc = vidmm_gpu_access(dev, h[i], 0, g_src, (size_t)size, true);
+    if (rc == 0)
+        rc = vidmm_trim_to_budget(dev, true);
+    if (rc != 0) {
+        row_setup_failed(name, "building the device", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    /* Which one went out: the other is read back first. */
+    struct vidmm_alloc_info info = { .size_of = sizeof(info) };
+    unsigned next = 0;
+    if ((rc = vidmm_alloc_query(dev, h[1], &info)) == 0 && info.where == VIDMM_WHERE_DISK)
+        next = 1;
+    struct vidmm_stats a = { .size_of = sizeof(a) }, b = { .size_of = sizeof(b) };
+    (void)vidmm_get_stats(dev, &a);
+    for (unsigned r = 0; r <= reps && rc == 0; r++) {
+        if (r == 1)
+            row_begin();
+        uint64_t fence = 0;
+        int e = vidmm_make_resident_async(dev, &h[next], 1, &fence);
+        if (e == 0)
+            e = vidmm_paging_fence_wait(dev, fence, UINT64_MAX);
+        rc |= e;
+        next ^= 1u;
+    }
+    row_end(name, reps, rc);
+    /* The row must have moved what it says: one read and one write per call. */
+    (void)vidmm_get_stats(dev, &b);
+    uint64_t reads = b.swap_reads - a.swap_reads, writes = b.swap_writes - a.swap_writes;
+    if (rc == 0 && (reads != reps + 1 || writes != reps + 1 || b.io_backend != VIDMM_IO_SYNC)) {
+        g_failed++;
+        fprintf(stderr, "vidmm_gate: %s: %llu reads and %llu writes for %u calls (I/O backend %u): the disk tier "
+                "did not do what the row measures\n", name, (unsigned long long)reads, (unsigned long long)writes,
+                reps + 1, (unsigned)b.io_backend);
+    }
+    vidmm_device_destroy(dev);
+}
+
+static void rows_engine(void)
+{
+    row_device_create_destroy();
+    row_create_destroy(1000, false);
+    row_create_destroy(1000, true);
+    row_lock_unlock();
+    row_submit(64, 64 * KiB, false);
+    row_submit(32, 64 * KiB, true);
+    row_evict_pagein(1 * MiB);
+    row_swap(1 * MiB);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * main.
+ * ------------------------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vidmm_gate [--backend scalar|sse2|avx2] [--filter SUBSTRING] [--swap-dir DIR] [--list]\n"
+               "Runs every gated row once with a fixed amount of work; under valgrind --tool=callgrind\n"
+               "--collect-atstart=no each row's instructions are dumped under its name.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--backend") == 0 && i + 1 < argc)
+            backend = argv[++i];
+        else if (strcmp(a, "--filter") == 0 && i + 1 < argc)
+            g_filter = argv[++i];
+        else if (strcmp(a, "--swap-dir") == 0 && i + 1 < argc)
+            g_swap_dir = argv[++i];
+        else if (strcmp(a, "--list") == 0)
+            g_list = true;
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    /* Fixed choices (see the top of the file). A backend the CPU (or Valgrind's CPU) lacks is
+     * an error here, not a silent fallback: two runs must measure the same code. */
+    if (backend != NULL) {
+        int b = vidmm_backend_from_string(backend);
+        if (b < 0 || !vidmm_backend_supported((enum vidmm_backend)b)) {
+            fprintf(stderr, "vidmm_gate: backend '%s' is not supported here\n", backend);
+            return 2;
+        }
+        vidmm_option_set_string(VIDMM_OPT_BACKEND, backend);
+    }
+    vidmm_option_set(VIDMM_OPT_NT_THRESHOLD, (long long)GATE_NT_THRESHOLD);
+    vidmm_option_set(VIDMM_OPT_CALIBRATE, 0);
+    vidmm_option_set_string(VIDMM_OPT_WC_COPY, "nt");
+    vidmm_kernels_reset();
+
+    if (!g_list) {
+        g_src = map_buffer(GATE_BUF);
+        g_dst = map_buffer(GATE_BUF);
+        fill_source(g_src, GATE_BUF);
+        g_tiled_cap = swz_tiled_need();
+        g_tiled = map_buffer(g_tiled_cap);
+        /* The first lines the tool parses: what ran. */
+        printf("# vidmm_gate: backend %s, vidmm %s, %s\n", vidmm_backend_name(), vidmm_version_string(),
+               RUNNING_ON_VALGRIND ? "under valgrind" : "native (no counts)");
+        fflush(stdout);
+    }
+
+    double t0 = now_s();
+    rows_copy();
+    rows_fill();
+    rows_flush();
+    rows_swizzle();
+    rows_engine();
+    if (!g_list && !RUNNING_ON_VALGRIND)
+        printf("# %d rows in %.2f s, %d failed\n", g_rows, now_s() - t0, g_failed);
+    return g_failed ? 1 : 0;
+}
