@@ -164,8 +164,10 @@ static void device_free(vidmm_device *dev)
     vm_swap_close(dev);
     for (uint32_t i = 0; i < dev->nseg; i++)
         segment_fini(&dev->seg[i]);
-    for (uint32_t i = 0; i < dev->nranges; i++)
+    for (uint32_t i = 0; i < dev->nranges; i++) {
+        vidmm_writewatch_destroy(dev->ranges[i].ww); /* before its memory goes */
         free(dev->ranges[i].view), free(dev->ranges[i].snap);
+    }
     free(dev->sysmem.buckets);
     if (dev->arena.base)
         vmos_arena_destroy(&dev->arena);
@@ -208,6 +210,11 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     dev->nranges = desc->swizzling_ranges;
     for (uint32_t i = 0; i < dev->nranges; i++)
         dev->ranges[i].a = NULL;
+    /* What the CPU wrote through a swizzling range: a write-watch where the kernel offers
+     * userfaultfd's asynchronous write-protect, else a snapshot compared at unlock.
+     * VIDMM_RANGE_DIRTY=snapshot forces the snapshot (tests, and a way out). */
+    const char *rd = getenv("VIDMM_RANGE_DIRTY");
+    dev->range_watch = !(rd != NULL && strcmp(rd, "snapshot") == 0);
     dev->st.size_of = sizeof dev->st;
     dev->st.segment_count = desc->segment_count;
     dev->st.paging_threads = desc->paging_threads;

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include "common/internal.h"
 #include "vidmm/device.h"
+#include "vidmm/writewatch.h"
 #include "vidmm/kernels.h"
 #include "vidmm/swizzle.h"
 #include "engine/rangeset.h"
@@ -146,8 +147,15 @@ struct vm_range {
     uint64_t lru;
     bool active;                /* inside a lock */
     uint8_t *view;              /* the linear view (page-aligned) */
-    uint8_t *snap;              /* what the view showed when the lock began (writable locks) */
+    uint8_t *snap;              /* what the view showed when the lock began (writable locks
+                                   without a write-watch) */
     size_t view_len;
+    /* The pages of the view the CPU wrote (include/vidmm/writewatch.h, userfaultfd backend
+     * only: the engine installs no signal handler). Made on the view's first writable lock
+     * unless dev->range_watch is off; 'ww_failed' once the kernel refused it (then the snapshot
+     * is compared, as before). 'ww_armed': this lock's writes are being recorded. */
+    vidmm_writewatch *ww;
+    bool ww_failed, ww_armed;
 };
 
 /* A queued paging operation. */
@@ -210,6 +218,8 @@ struct vidmm_device {
 
     /* swizzling ranges */
     uint32_t nranges;
+    bool range_watch;           /* find what the CPU wrote through a range with a write-watch
+                                   (VIDMM_RANGE_DIRTY=snapshot turns it off) */
     struct vm_range ranges[VM_MAX_RANGES];
     pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
 

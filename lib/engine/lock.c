@@ -124,6 +124,32 @@ static int check_lock(const vidmm_device *dev, const struct vm_alloc *a, const s
     return 0;
 }
 
+/* range_watch_arm() starts recording which pages of range 'r''s view the CPU writes from now
+ * on (the eager untiling has just written all of them): the view's write-watch is made on its
+ * first use - the userfaultfd backend only, which needs no signal handler - and reset. False
+ * when there is none (off, or refused by the kernel: the snapshot is compared instead). */
+static bool range_watch_arm(vidmm_device *dev, struct vm_range *r)
+{
+    if (!dev->range_watch || r->ww_failed)
+        return false;
+    if (r->ww == NULL) {
+        struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+        d.base = r->view;
+        d.size = r->view_len;
+        d.backend = VIDMM_WRITEWATCH_UFFD;
+        if (vidmm_writewatch_create(&d, &r->ww) != 0) {
+            r->ww = NULL;
+            r->ww_failed = true;
+            vidmm_log(VIDMM_LOG_DEBUG, "swizzling range views: no userfaultfd write-watch here; rows written are "
+                                       "found by comparing with a snapshot");
+            return false;
+        }
+        vidmm_log(VIDMM_LOG_DEBUG, "swizzling range view of %zu bytes: rows written found by a userfaultfd "
+                                   "write-watch", r->view_len);
+    }
+    return vidmm_writewatch_reset(r->ww) == 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Swizzling ranges (spec 8.3, 15.15).
  * ------------------------------------------------------------------------------------------- */
@@ -350,6 +376,9 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
             free(sn);
             return VIDMM_E_NO_MEMORY;
         }
+        vidmm_writewatch_destroy(r->ww); /* it watched the old view */
+        r->ww = NULL;
+        r->ww_failed = false;
         free(r->view);
         free(r->snap);
         r->view = v;
@@ -359,7 +388,8 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
     /* Eager untiling: the view shows the surface as an unswizzling eviction would leave it. */
     vidmm_deswizzle_surface(&g->layout, &g->surface, a->seg->cpu + a->offset, (size_t)g->size, r->view,
                             (size_t)g->linear_size);
-    if (!(args->flags & VIDMM_LOCK_READ_ONLY))
+    r->ww_armed = false;
+    if (!(args->flags & VIDMM_LOCK_READ_ONLY) && !(r->ww_armed = range_watch_arm(dev, r)))
         memcpy(r->snap, r->view, (size_t)g->linear_size); /* to find what the CPU wrote */
     r->active = true;
     a->range = id;
@@ -624,30 +654,55 @@ out:
  * Unlocking.
  * ------------------------------------------------------------------------------------------- */
 
+/* row_written() tells whether the CPU wrote bytes [off, off + len) of the view: a page of
+ * them in the write-watch's bitmap, or (no watch) any byte differing from the snapshot. */
+static bool row_written(const struct vm_range *r, const uint64_t *pages, size_t off, size_t len)
+{
+    if (pages == NULL)
+        return memcmp(r->view + off, r->snap + off, len) != 0;
+    for (size_t p = off / VIDMM_PAGE_SIZE; p <= (off + len - 1) / VIDMM_PAGE_SIZE; p++)
+        if (pages[p / 64] >> (p % 64) & 1u)
+            return true;
+    return false;
+}
+
 /* retile_written(): after a writable lock through a swizzling range, tile back what the CPU
- * wrote: each run of changed rows of each subresource (compared with the view as the lock
- * began) is copied into the tiled surface as one box. */
-static void retile_written(struct vm_alloc *a, const struct vm_range *r)
+ * wrote: each run of written rows of each subresource is copied into the tiled surface as one
+ * box. The rows written are those on pages the view's write-watch saw written (a row partly on
+ * a written page counts: the watch works in pages), or without one those that differ from the
+ * snapshot taken as the lock began. */
+static void retile_written(struct vm_alloc *a, struct vm_range *r)
 {
     const struct vm_group *g = a->g;
     uint8_t *tiled = a->seg->cpu + a->offset;
+    uint64_t *pages = NULL;
+    if (r->ww_armed) {
+        const size_t words = (r->view_len / VIDMM_PAGE_SIZE + 63) / 64;
+        if ((pages = malloc(words * sizeof *pages)) == NULL) {
+            /* No memory to read the watch into: all of it back rather than miss a write. */
+            vidmm_swizzle_surface(&g->layout, &g->surface, tiled, (size_t)g->size, r->view, (size_t)g->linear_size);
+            return;
+        }
+        if (vidmm_writewatch_get_bitmap(r->ww, true, pages, words, NULL) != 0)
+            memset(pages, 0xFF, words * sizeof *pages); /* the kernel refused the scan: every row */
+    }
     for (uint32_t layer = 0; layer < g->surface.array_layers; layer++) {
         for (uint32_t mip = 0; mip < g->surface.mip_levels; mip++) {
             struct vidmm_subresource_info si = { .size = sizeof si };
             if (vidmm_surface_subresource(&g->layout, &g->surface, mip, layer, &si) != 0)
-                return;
+                goto out;
             const size_t row = (size_t)si.width * g->surface.element_bytes;
             const size_t slice = row * si.height;
             for (uint32_t z = 0; z < si.depth; z++) {
                 const size_t base = (size_t)si.linear_offset + z * slice;
                 uint32_t y = 0;
                 while (y < si.height) {
-                    if (memcmp(r->view + base + y * row, r->snap + base + y * row, row) == 0) {
+                    if (!row_written(r, pages, base + y * row, row)) {
                         y++;
                         continue;
                     }
                     uint32_t y1 = y + 1;
-                    while (y1 < si.height && memcmp(r->view + base + y1 * row, r->snap + base + y1 * row, row))
+                    while (y1 < si.height && row_written(r, pages, base + y1 * row, row))
                         y1++;
                     struct vidmm_box box = { 0, y, z, si.width, y1 - y, 1 };
                     vidmm_swizzle(&g->layout, &g->surface, mip, layer, &box, tiled, (size_t)g->size,
@@ -657,6 +712,9 @@ static void retile_written(struct vm_alloc *a, const struct vm_range *r)
             }
         }
     }
+out:
+    free(pages);
+    r->ww_armed = false;
 }
 
 /* PermanentSysMem resident in a segment: the pages written under the lock go back to the

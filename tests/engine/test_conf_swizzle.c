@@ -8,6 +8,7 @@
  * stays with the built-in executor, which carries out the (un)swizzling transfers. */
 #include "t_engine.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,91 @@ Test(swz_lock, s1_read_only_range_not_written_back)
     cr_assert_eq(memcmp(got, f->tiled, SZ), 0, "a READ_ONLY range lock was tiled back");
     free(got);
     fx_free(f);
+}
+
+/* What the CPU wrote through a range comes back, found either way the engine can find it: a
+ * userfaultfd write-watch on the view (pages written) or a snapshot compared at unlock
+ * (VIDMM_RANGE_DIRTY=snapshot). Several lock cycles on the same view (the watch re-armed each
+ * time), partial rows, rows on page boundaries, a READ_ONLY cycle between (not tiled back). */
+static atomic_int watch_msgs;
+static void watch_hook(void *arg, enum vidmm_log_level level, const char *msg)
+{
+    (void)arg;
+    (void)level;
+    if (strstr(msg, "userfaultfd write-watch") != NULL && strstr(msg, "no userfaultfd") == NULL)
+        atomic_fetch_add(&watch_msgs, 1);
+}
+
+static void dirty_rows_cycles(bool snapshot)
+{
+    if (snapshot)
+        cr_assert_eq(setenv("VIDMM_RANGE_DIRTY", "snapshot", 1), 0);
+    else
+        unsetenv("VIDMM_RANGE_DIRTY");
+    atomic_store(&watch_msgs, 0);
+    vidmm_set_log_fn(watch_hook, NULL, VIDMM_LOG_DEBUG);
+    struct fx *f = fx_new(2);
+    vidmm_handle h = swz_alloc(f, T_SET(T_VIS), 0, 0, 11);
+    unsigned char *want = malloc(SZ), *tiled = malloc(SZ), *got = malloc(SZ);
+    memcpy(want, f->linear, SZ);
+    uint32_t r = 1234;
+#define NEXT() (r = r * 1103515245u + 12345u, r >> 8)
+    for (int cycle = 0; cycle < 6; cycle++) {
+        const bool ro = cycle == 3;
+        unsigned char *p = range_lock(f, h, ro ? VIDMM_LOCK_READ_ONLY : 0, 0);
+        cr_assert_eq(memcmp(p, want, SZ), 0, "cycle %d: the view does not show the content", cycle);
+        for (int k = 0; k < 1 + cycle; k++) {
+            size_t off = NEXT() % SZ, len = 1 + NEXT() % 600;
+            if (off + len > SZ)
+                len = SZ - off;
+            for (size_t i = 0; i < len; i++)
+                p[off + i] = (unsigned char)NEXT();
+            if (!ro)
+                memcpy(want + off, p + off, len);
+        }
+        if (cycle == 4)
+            p[4095] ^= 0x80, want[4095] ^= 0x80; /* the last byte of a page: one row, one page */
+        t_unlock(f->dev, h);
+        t_swz(&f->z, want, tiled);
+        t_read(f->dev, h, 0, got, SZ);
+        cr_assert_eq(memcmp(got, tiled, SZ), 0, "cycle %d (%s): the tiled surface is not what the CPU wrote", cycle,
+                     snapshot ? "snapshot" : "write-watch");
+    }
+#undef NEXT
+    vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
+    if (snapshot)
+        cr_assert_eq(atomic_load(&watch_msgs), 0, "VIDMM_RANGE_DIRTY=snapshot still made a write-watch");
+    else
+        cr_assert_gt(atomic_load(&watch_msgs), 0, "the kernel offers the write-watch, but the view had none");
+    unsetenv("VIDMM_RANGE_DIRTY");
+    free(want);
+    free(tiled);
+    free(got);
+    fx_free(f);
+}
+
+Test(swz_lock, range_written_rows_by_snapshot)
+{
+    dirty_rows_cycles(true);
+}
+
+Test(swz_lock, range_written_rows_by_write_watch)
+{
+    /* The userfaultfd backend, as the engine asks for it: skipped (not passed) where the kernel
+     * or the privileges refuse it. */
+    void *page = aligned_alloc(4096, 4096);
+    cr_assert_not_null(page);
+    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+    d.base = page;
+    d.size = 4096;
+    d.backend = VIDMM_WRITEWATCH_UFFD;
+    vidmm_writewatch *ww = NULL;
+    int rc = vidmm_writewatch_create(&d, &ww);
+    vidmm_writewatch_destroy(ww);
+    free(page);
+    if (rc != 0)
+        cr_skip_test("no userfaultfd write-watch here (%s): ranges use the snapshot", vidmm_strerror(rc));
+    dirty_rows_cycles(false);
 }
 
 /* spec 8.3: "VidMm caches acquired ranges per (allocation, PrivateDriverData): only the first
