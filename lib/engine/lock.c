@@ -666,6 +666,55 @@ static bool row_written(const struct vm_range *r, const uint64_t *pages, size_t 
     return false;
 }
 
+/* retile_pages() tiles back the written pages of slice 'z' of subresource (mip, layer), whose
+ * packed linear bytes start at 'base' in the view: runs of rows written whole as one box each,
+ * and of the other rows the bytes on written pages, widened to whole elements, as a box of one
+ * row (rows of a wide surface span several pages, and a page written in one corner need not
+ * send the whole row back). */
+static void retile_pages(const struct vm_group *g, uint8_t *tiled, const uint8_t *view, const uint64_t *pages,
+                         const struct vidmm_subresource_info *si, uint32_t mip, uint32_t layer, uint32_t z,
+                         size_t base)
+{
+    const size_t e = g->surface.element_bytes, row = (size_t)si->width * e, slice = row * si->height;
+    uint32_t full = 0, nfull = 0; /* a run of wholly written rows, moved as one box */
+    for (uint32_t y = 0; y <= si->height; y++) {
+        const size_t r0 = base + (size_t)y * row, r1 = r0 + row;
+        bool whole = y < si->height;
+        for (size_t p = r0 / VIDMM_PAGE_SIZE; whole && p * VIDMM_PAGE_SIZE < r1; p++)
+            whole = (pages[p / 64] >> (p % 64) & 1u) != 0;
+        if (whole) {
+            if (nfull++ == 0)
+                full = y;
+            continue;
+        }
+        if (nfull > 0) {
+            struct vidmm_box box = { 0, full, z, si->width, nfull, 1 };
+            vidmm_swizzle(&g->layout, &g->surface, mip, layer, &box, tiled, (size_t)g->size,
+                          view + base + (size_t)full * row, (size_t)nfull * row, row, slice);
+            nfull = 0;
+        }
+        if (y == si->height)
+            break;
+        size_t p = r0 / VIDMM_PAGE_SIZE;
+        while (p * VIDMM_PAGE_SIZE < r1) {
+            if (!(pages[p / 64] >> (p % 64) & 1u)) {
+                p++;
+                continue;
+            }
+            size_t q = p + 1;
+            while (q * VIDMM_PAGE_SIZE < r1 && (pages[q / 64] >> (q % 64) & 1u))
+                q++;
+            size_t b0 = p * VIDMM_PAGE_SIZE > r0 ? p * VIDMM_PAGE_SIZE - r0 : 0;
+            size_t b1 = q * VIDMM_PAGE_SIZE < r1 ? q * VIDMM_PAGE_SIZE - r0 : row;
+            const uint32_t x0 = (uint32_t)(b0 / e), x1 = (uint32_t)((b1 + e - 1) / e);
+            struct vidmm_box box = { x0, y, z, x1 - x0, 1, 1 };
+            vidmm_swizzle(&g->layout, &g->surface, mip, layer, &box, tiled, (size_t)g->size,
+                          view + r0 + (size_t)x0 * e, (size_t)(x1 - x0) * e, row, slice);
+            p = q;
+        }
+    }
+}
+
 /* retile_written(): after a writable lock through a swizzling range, tile back what the CPU
  * wrote: each run of written rows of each subresource is copied into the tiled surface as one
  * box. The rows written are those on pages the view's write-watch saw written (a row partly on
@@ -695,6 +744,10 @@ static void retile_written(struct vm_alloc *a, struct vm_range *r)
             const size_t slice = row * si.height;
             for (uint32_t z = 0; z < si.depth; z++) {
                 const size_t base = (size_t)si.linear_offset + z * slice;
+                if (pages != NULL) {
+                    retile_pages(g, tiled, r->view, pages, &si, mip, layer, z, base);
+                    continue;
+                }
                 uint32_t y = 0;
                 while (y < si.height) {
                     if (!row_written(r, pages, base + y * row, row)) {

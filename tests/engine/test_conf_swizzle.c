@@ -241,6 +241,83 @@ Test(swz_lock, range_written_rows_by_write_watch)
     dirty_rows_cycles(false);
 }
 
+/* Rows wider than a page (2048 x 4 bytes: two pages a row, block-linear 2048 x 24): the
+ * write-watch sends back only the written pages' part of a row, runs of wholly written rows as
+ * one box, and a row whose two pages were written in separate places - every case against the
+ * bytes the CPU left in the view, and with the snapshot alike. */
+static void wide_rows(bool snapshot)
+{
+    if (snapshot)
+        cr_assert_eq(setenv("VIDMM_RANGE_DIRTY", "snapshot", 1), 0);
+    else
+        unsetenv("VIDMM_RANGE_DIRTY");
+    vidmm_device *dev = t_dev_std_ex(2, NULL, 0);
+    struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    struct vidmm_surface_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.size = sizeof sd;
+    sd.width = 2048;
+    sd.height = 24;
+    sd.depth = 1;
+    sd.element_bytes = 4;
+    sd.block_width = sd.block_height = 1;
+    sd.mip_levels = 1;
+    sd.array_layers = 1;
+    uint64_t tsz;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &sd, &tsz), 0);
+    const size_t row = 2048 * 4, lsz = row * 24;
+    struct vidmm_alloc_desc d = t_adesc(tsz, T_SET(T_VIS));
+    d.flags |= VIDMM_ALLOC_SWIZZLED;
+    d.layout = &l;
+    d.surface = &sd;
+    vidmm_handle h = t_alloc(dev, &d);
+    t_resident(dev, h, NULL);
+    unsigned char *tiled = malloc(tsz), *want = malloc(lsz), *exp = malloc(tsz), *got = malloc(tsz);
+    t_bytes(tiled, (size_t)tsz, 21);
+    t_write(dev, h, 0, tiled, (size_t)tsz);
+    cr_assert_eq(vidmm_deswizzle_surface(&l, &sd, tiled, tsz, want, lsz), 0);
+    for (int cycle = 0; cycle < 3; cycle++) {
+        struct vidmm_lock_args a = t_largs(h, VIDMM_LOCK_ACQUIRE_APERTURE);
+        cr_assert_eq(vidmm_lock(dev, &a), 0);
+        unsigned char *p = a.data;
+        cr_assert_eq(memcmp(p, want, lsz), 0, "cycle %d: the view is not the content", cycle);
+        size_t spots[][2] = { { 3 * row + 5000, 9 },               /* second page of row 3 only, */
+                              { 3 * row + 8180, 12 },              /* up to the row's end */
+                              { 5 * row + 100, 40 },               /* first page of row 5, */
+                              { 5 * row + 4090, 6 },               /* up to the page's end */
+                              { 7 * row + 10, 3 }, { 7 * row + 7000, 3 }, /* both pages, apart */
+                              { 9 * row, 3 * row },                /* rows 9-11 whole */
+                              { 14 * row + 4094, 4 } };            /* across a page boundary */
+        for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
+            size_t off = spots[k][0], len = spots[k][1];
+            for (size_t i = 0; i < len; i++)
+                p[off + i] = want[off + i] = (unsigned char)(0x40 + cycle * 16 + i);
+        }
+        t_unlock(dev, h);
+        memcpy(exp, tiled, (size_t)tsz); /* the padding keeps its bytes */
+        cr_assert_eq(vidmm_swizzle_surface(&l, &sd, exp, tsz, want, lsz), 0);
+        t_read(dev, h, 0, got, (size_t)tsz);
+        cr_assert_eq(memcmp(got, exp, tsz), 0, "cycle %d (%s): the tiled surface is not what the CPU wrote", cycle,
+                     snapshot ? "snapshot" : "write-watch");
+    }
+    unsetenv("VIDMM_RANGE_DIRTY");
+    free(tiled);
+    free(want);
+    free(exp);
+    free(got);
+    vidmm_device_destroy(dev);
+}
+
+Test(swz_lock, range_wide_rows_by_snapshot)
+{
+    wide_rows(true);
+}
+
+Test(swz_lock, range_wide_rows_by_write_watch)
+{
+    wide_rows(false); /* the watch where the kernel offers it, else the snapshot once more */
+}
+
 /* spec 8.3: "VidMm caches acquired ranges per (allocation, PrivateDriverData): only the first
  * matching request calls the DDI". */
 Test(swz_lock, s1_ranges_cached_per_private_data)
