@@ -534,7 +534,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * five backends, both ways, took a minute under ASan. The plan says how long the runs are. */
     uint64_t max_bytes = FUZZ_MAX_BYTES;
     vidmm_swizzle_plan *plan = NULL;
-    if (rs == 0 && vidmm_swizzle_plan_create(&layout, &surf, mip, layer, NULL, &plan) == 0) {
+    if ((rs == 0 && vidmm_swizzle_plan_create(&layout, &surf, mip, layer, NULL, &plan) == 0) ||
+        vidmm_swizzle_plan_create(&layout, &surf, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan) == 0) {
         struct vidmm_swizzle_plan_info pi = { .size = sizeof(pi) };
         FUZZ_CHECK(vidmm_swizzle_plan_info(plan, &pi) == 0, "plan info");
         FUZZ_CHECK(pi.tiled_size == tiled_size, "the plan's tiled size %llu, the surface's %llu",
