@@ -89,14 +89,18 @@ struct vidmm_writewatch_desc {
     void *base;                 /* page-aligned, != NULL */
     size_t size;                /* bytes: > 0, a multiple of the page size */
     uint32_t backend;           /* enum vidmm_writewatch_backend */
-    uint32_t flags;             /* 0; no flag is defined yet */
+    uint32_t flags;             /* VIDMM_WRITEWATCH_* flags below, or 0 */
 };
+/* Flags. QUIET: a backend the kernel refuses is reported by the return code alone (the reason
+ * goes to the log at VIDMM_LOG_DEBUG, not WARN) - for callers that probe and fall back, as the
+ * engine does for its swizzling-range views. */
+#define VIDMM_WRITEWATCH_QUIET (1u << 0)
 #define VIDMM_WRITEWATCH_DESC_INIT { sizeof(struct vidmm_writewatch_desc), NULL, 0, 0, 0 }
 
 /* vidmm_writewatch_create() starts watching the region of 'desc'; every page starts unwritten.
  * Regions may not overlap one another (whatever their backends).
  * Returns: 0 with '*out' set, VIDMM_E_INVALID_ARG (NULL pointer, bad size_of, base or size not
- * page-aligned, size 0, range wrapping the address space, unknown backend, flags != 0),
+ * page-aligned, size 0, range wrapping the address space, unknown backend, unknown flags),
  * VIDMM_E_OVERLAP (the range overlaps a watched region), VIDMM_E_UNSUPPORTED (the backend the
  * descriptor names cannot be had here, or none at all: the reason is logged at VIDMM_LOG_WARN),
  * VIDMM_E_NO_MEMORY. On failure nothing changed: the memory's protection is as it was.

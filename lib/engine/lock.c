@@ -137,6 +137,7 @@ static bool range_watch_arm(vidmm_device *dev, struct vm_range *r)
         d.base = r->view;
         d.size = r->view_len;
         d.backend = VIDMM_WRITEWATCH_UFFD;
+        d.flags = VIDMM_WRITEWATCH_QUIET; /* a kernel without it is no news: the snapshot serves */
         if (vidmm_writewatch_create(&d, &r->ww) != 0) {
             r->ww = NULL;
             r->ww_failed = true;

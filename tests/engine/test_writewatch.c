@@ -402,7 +402,7 @@ static void t_refused(int backend)
     d.size_of = sizeof d - 1;
     cr_assert_eq(vidmm_writewatch_create(&d, &ww), VIDMM_E_INVALID_ARG, "size_of too small");
     d.size_of = sizeof d;
-    d.flags = 1;
+    d.flags = 0x80000000u;
     cr_assert_eq(vidmm_writewatch_create(&d, &ww), VIDMM_E_INVALID_ARG, "flags");
     d.flags = 0;
     d.backend = 4;
@@ -624,6 +624,44 @@ Test(ww_choice, env_bad_value_warns, .timeout = T_TIMEOUT)
     cr_assert_geq(atomic_load(&log.count[VIDMM_LOG_WARN]), 1, "no warning for VIDMM_WRITEWATCH=bogus");
     cr_assert(strstr(log.first_warn, "VIDMM_WRITEWATCH") != NULL, "warning: %s", log.first_warn);
     cr_assert(b >= VIDMM_WRITEWATCH_UFFD && b <= VIDMM_WRITEWATCH_MPROTECT);
+}
+
+/* VIDMM_WRITEWATCH_QUIET: a backend the kernel refuses gives the same code, and no warning. */
+Test(ww_choice, quiet_refusal_logs_no_warning, .timeout = T_TIMEOUT)
+{
+    struct t_map m;
+    t_map_init(&m, 4, false);
+    int refused = -1;
+    for (int b = VIDMM_WRITEWATCH_UFFD; b <= VIDMM_WRITEWATCH_MPROTECT && refused < 0; b++) {
+        struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+        d.base = m.p;
+        d.size = 4 * pg();
+        d.backend = (uint32_t)b;
+        struct t_log loud, quiet;
+        t_log_reset(&loud);
+        t_log_reset(&quiet);
+        vidmm_writewatch *ww = NULL;
+        vidmm_set_log_fn(t_log_record, &loud, VIDMM_LOG_WARN);
+        int rc = vidmm_writewatch_create(&d, &ww);
+        vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_ERROR);
+        vidmm_writewatch_destroy(ww);
+        if (rc != VIDMM_E_UNSUPPORTED)
+            continue;
+        refused = b;
+        cr_assert_geq(atomic_load(&loud.count[VIDMM_LOG_WARN]), 1, "%s refused without a warning",
+                      vidmm_writewatch_backend_name(b));
+        d.flags = VIDMM_WRITEWATCH_QUIET;
+        ww = NULL;
+        vidmm_set_log_fn(t_log_record, &quiet, VIDMM_LOG_WARN);
+        rc = vidmm_writewatch_create(&d, &ww);
+        vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_ERROR);
+        cr_assert_eq(rc, VIDMM_E_UNSUPPORTED, "QUIET changed the answer for %s", vidmm_writewatch_backend_name(b));
+        cr_assert_null(ww);
+        cr_assert_eq(atomic_load(&quiet.count[VIDMM_LOG_WARN]), 0, "QUIET still warned: %s", quiet.first_warn);
+    }
+    t_map_fini(&m);
+    if (refused < 0)
+        cr_skip_test("every backend is available here: no refusal to keep quiet");
 }
 
 Test(ww_choice, auto_order, .timeout = T_TIMEOUT)

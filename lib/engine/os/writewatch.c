@@ -94,6 +94,9 @@ struct pm_scan_arg {
  * the page's soft-dirty bit; writing "4" to clear_refs clears it for every page of the process. */
 #define PM_SOFT_DIRTY_BIT ((uint64_t)1 << 55)
 
+/* The level of a backend's refusal: WARN, or DEBUG for a VIDMM_WRITEWATCH_QUIET probe. */
+#define WW_WARN(ww) ((ww)->quiet ? VIDMM_LOG_DEBUG : VIDMM_LOG_WARN)
+
 /* How many regions may be watched at once (all backends). The signal handler scans the table
  * up to its high-water mark, so the bound keeps a fault's lookup short (4096 compares). */
 #define WW_MAX_REGIONS 4096
@@ -117,6 +120,7 @@ struct vidmm_writewatch {
     size_t pages;
     size_t words;               /* (pages + 63) / 64 */
     int backend;                /* enum vidmm_writewatch_backend, never AUTO */
+    bool quiet;                 /* VIDMM_WRITEWATCH_QUIET: a backend refused is logged at DEBUG */
     int slot;                   /* index in slots[] */
     /* uffd */
     int uffd;
@@ -494,7 +498,7 @@ static int uffd_create(struct vidmm_writewatch *ww)
     for (int attempt = 0; attempt < 2; attempt++) {
         fd = uffd_open(&why);
         if (fd < 0) {
-            vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: userfaultfd: %s", strerror(why));
+            vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: userfaultfd: %s", strerror(why));
             return VIDMM_E_UNSUPPORTED;
         }
         memset(&api, 0, sizeof api);
@@ -509,7 +513,7 @@ static int uffd_create(struct vidmm_writewatch *ww)
     if (fd < 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
         if (fd >= 0)
             close(fd);
-        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: the kernel has no UFFD_FEATURE_WP_ASYNC (Linux 6.7)");
+        vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: the kernel has no UFFD_FEATURE_WP_ASYNC (Linux 6.7)");
         return VIDMM_E_UNSUPPORTED;
     }
     struct uffdio_register reg;
@@ -520,7 +524,7 @@ static int uffd_create(struct vidmm_writewatch *ww)
     if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
         int e = errno;
         close(fd);
-        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: UFFDIO_REGISTER: %s", strerror(e));
+        vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: UFFDIO_REGISTER: %s", strerror(e));
         return e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
     }
     struct uffdio_writeprotect wp;
@@ -540,7 +544,7 @@ static int uffd_create(struct vidmm_writewatch *ww)
         int e = errno;
         (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
         close(fd);
-        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: uffd: write-protect or PAGEMAP_SCAN (Linux 6.7): %s",
+        vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: write-protect or PAGEMAP_SCAN (Linux 6.7): %s",
                   strerror(e));
         return e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
     }
@@ -653,7 +657,7 @@ static int sd_fds(void)
     sd_clear_fd = open_proc("/proc/self/clear_refs", O_WRONLY);
     sd_fds_pid = getpid();
     if (sd_pagemap_fd < 0 || sd_clear_fd < 0) {
-        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: softdirty: cannot open /proc/self/pagemap or clear_refs: %s",
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_writewatch: softdirty: cannot open /proc/self/pagemap or clear_refs: %s",
                   strerror(errno));
         return VIDMM_E_UNSUPPORTED;
     }
@@ -737,7 +741,7 @@ static int sd_probe(void)
     munmap((void *)p, pg);
     sd_probed = ok && (e1 & PM_SOFT_DIRTY_BIT) && !(e2 & PM_SOFT_DIRTY_BIT) ? 1 : -1;
     if (sd_probed < 0) {
-        vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: softdirty: the kernel keeps no soft-dirty bits "
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_writewatch: softdirty: the kernel keeps no soft-dirty bits "
                   "(CONFIG_MEM_SOFT_DIRTY off, or clear_refs refused)");
         return VIDMM_E_UNSUPPORTED;
     }
@@ -753,6 +757,9 @@ static int sd_create(struct vidmm_writewatch *ww)
     int rc = sd_fds();
     if (rc == 0)
         rc = sd_probe();
+    if (rc == VIDMM_E_UNSUPPORTED)
+        vidmm_log(WW_WARN(ww), "vidmm_writewatch: softdirty: unavailable (no /proc/self/pagemap or clear_refs, "
+                               "or a kernel without CONFIG_MEM_SOFT_DIRTY; the debug log says which)");
     if (rc == 0) {
         ww->sd_next = sd_list;
         sd_list = ww;
@@ -972,7 +979,7 @@ int vidmm_writewatch_create(const struct vidmm_writewatch_desc *desc, vidmm_writ
         return vidmm_refuse(call, "size", "0, not a multiple of the page size, or wraps", "writewatch.h");
     if (desc->backend > VIDMM_WRITEWATCH_MPROTECT)
         return vidmm_refuse(call, "backend", "unknown", "writewatch.h");
-    if (desc->flags != 0)
+    if ((desc->flags & ~VIDMM_WRITEWATCH_QUIET) != 0)
         return vidmm_refuse(call, "flags", "unknown bits", "writewatch.h");
 
     pthread_once(&env_once, env_init);
@@ -984,6 +991,7 @@ int vidmm_writewatch_create(const struct vidmm_writewatch_desc *desc, vidmm_writ
     ww->pages = desc->size / pg;
     ww->words = (ww->pages + 63) / 64;
     ww->uffd = -1;
+    ww->quiet = (desc->flags & VIDMM_WRITEWATCH_QUIET) != 0;
 
     pthread_mutex_lock(&reg_lock);
     int rc = table_reserve(start, start + desc->size, &ww->slot);
