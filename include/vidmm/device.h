@@ -181,6 +181,14 @@ struct vidmm_driver {
                                               Without it they are allowed only for allocations
                                               whose set has a CACHE_COHERENT aperture segment */
 #define VIDMM_DEVICE_LOG_PAGING      0x2u  /* keep the paging log (vidmm_paging_log_read()) */
+#define VIDMM_DEVICE_LAZY_RANGES     0x4u  /* swizzling-range locks untile lazily: the lock maps
+                                              a linear view at once and each page is untiled on
+                                              its first access (a handler thread serves the
+                                              faults, kernel accesses included); unlock tiles
+                                              back the pages written. Where the kernel gives no
+                                              full userfaultfd with WP_ASYNC (Linux 6.7), or
+                                              VIDMM_LAZY=off, the eager view is used instead.
+                                              The view must not be touched after the unlock. */
 
 /* Memory tiers behind memory segments, best first (statistics say which was obtained). */
 enum vidmm_memory_tier {

@@ -82,7 +82,7 @@ static int check_desc(const struct vidmm_device_desc *d)
         return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
     if (!d->segments || d->segment_count == 0 || d->segment_count > VIDMM_MAX_SEGMENTS)
         return REFUSE("segment_count", "no segment table, or not in 1..31", "15.1");
-    if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING))
+    if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING | VIDMM_DEVICE_LAZY_RANGES))
         return REFUSE("flags", "unknown bits", "device.h");
     if (d->paging_threads > VM_MAX_THREADS)
         return REFUSE("paging_threads", "above 64", "device.h");
@@ -166,6 +166,8 @@ static void device_free(vidmm_device *dev)
         segment_fini(&dev->seg[i]);
     for (uint32_t i = 0; i < dev->nranges; i++) {
         vidmm_writewatch_destroy(dev->ranges[i].ww); /* before its memory goes */
+        vmos_lazy_destroy(dev->ranges[i].lazy);
+        vm_lazy_fill_free(dev->ranges[i].fill);
         free(dev->ranges[i].view), free(dev->ranges[i].snap);
     }
     free(dev->sysmem.buckets);
@@ -215,6 +217,8 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
      * VIDMM_RANGE_DIRTY=snapshot forces the snapshot (tests, and a way out). */
     const char *rd = getenv("VIDMM_RANGE_DIRTY");
     dev->range_watch = !(rd != NULL && strcmp(rd, "snapshot") == 0);
+    const char *lz = getenv("VIDMM_LAZY");
+    dev->lazy_ranges = (desc->flags & VIDMM_DEVICE_LAZY_RANGES) && !(lz != NULL && strcmp(lz, "off") == 0);
     dev->st.size_of = sizeof dev->st;
     dev->st.segment_count = desc->segment_count;
     dev->st.paging_threads = desc->paging_threads;

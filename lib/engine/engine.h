@@ -156,6 +156,12 @@ struct vm_range {
      * is compared, as before). 'ww_armed': this lock's writes are being recorded. */
     vidmm_writewatch *ww;
     bool ww_failed, ww_armed;
+    /* The lazy view (VIDMM_DEVICE_LAZY_RANGES): filled per page on first access while a lock
+     * holds it (lazy_armed), its written pages tiled back at unlock. 'lazy_failed' once the
+     * kernel refused one: the eager view serves from then on. */
+    struct vmos_lazy *lazy;
+    bool lazy_failed, lazy_armed;
+    struct vm_lazy_fill *fill;  /* what the lazy view's handler untiles from (lock.c) */
 };
 
 /* A queued paging operation. */
@@ -220,6 +226,7 @@ struct vidmm_device {
     uint32_t nranges;
     bool range_watch;           /* find what the CPU wrote through a range with a write-watch
                                    (VIDMM_RANGE_DIRTY=snapshot turns it off) */
+    bool lazy_ranges;           /* VIDMM_DEVICE_LAZY_RANGES, unless VIDMM_LAZY=off */
     struct vm_range ranges[VM_MAX_RANGES];
     pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
 
@@ -285,6 +292,8 @@ int vm_materialize(vidmm_device *dev, struct vm_alloc *a);
 void vm_set_where(vidmm_device *dev, struct vm_alloc *a, uint32_t where);
 void vm_sysmem_unlist(vidmm_device *dev, struct vm_alloc *a);
 void vm_touch(vidmm_device *dev, struct vm_alloc *a);
+/* lock.c: frees what a lazy view's handler untiled from (NULL is ignored). */
+void vm_lazy_fill_free(struct vm_lazy_fill *f);
 
 /* victims.c */
 int vm_res_link(struct vm_segment *s, struct vm_alloc *a);

@@ -167,9 +167,21 @@ static void range_args(const vidmm_device *dev, const struct vm_range *r, uint32
     x->range_size = r->a->g->size;
 }
 
+/* range_lazy_drop() ends the lock's use of a lazy view: no more fills, its pages dropped. */
+static void range_lazy_drop(struct vm_range *r)
+{
+    if (!r->lazy_armed)
+        return;
+    vmos_lazy_disarm(r->lazy, NULL);
+    r->lazy_armed = false;
+    vm_lazy_fill_free(r->fill);
+    r->fill = NULL;
+}
+
 static void range_release(vidmm_device *dev, uint32_t id)
 {
     struct vm_range *r = &dev->ranges[id];
+    range_lazy_drop(r); /* the allocation goes, or its lock ended without an unlock */
     if (!r->acquired)
         return;
     if (dev->drv.release_swizzling_range) {
@@ -327,6 +339,142 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
     a->ndirty_pages += args->page_count;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Lazy views (VIDMM_DEVICE_LAZY_RANGES): the linear view of a range lock is filled page by page
+ * on first access by the view's handler thread (os.h vmos_lazy_*), from the tiled surface,
+ * which cannot move while the lock holds it.
+ * ------------------------------------------------------------------------------------------- */
+struct vm_lazy_sub {
+    uint32_t mip, layer, w, h, d;
+    uint64_t lo, size;          /* packed linear offset and bytes */
+};
+
+struct vm_lazy_fill {
+    const struct vidmm_tile_layout *layout;
+    const struct vidmm_surface_desc *surface;
+    const uint8_t *tiled;
+    size_t tiled_size;
+    uint32_t elem, nsub;
+    struct vm_lazy_sub *sub;
+    uint8_t *tmp;               /* one row of mip 0 plus an element: partial rows go through it */
+};
+
+void vm_lazy_fill_free(struct vm_lazy_fill *f)
+{
+    if (f == NULL)
+        return;
+    free(f->sub);
+    free(f->tmp);
+    free(f);
+}
+
+/* lazy_fill_new() describes allocation 'a''s surface for the handler: every subresource's
+ * place in the packed linear order, so that a fault finds the rows it covers without opening
+ * the surface again. */
+static struct vm_lazy_fill *lazy_fill_new(const struct vm_alloc *a)
+{
+    const struct vm_group *g = a->g;
+    struct vm_lazy_fill *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return NULL;
+    f->layout = &g->layout;
+    f->surface = &g->surface;
+    f->tiled = a->seg->cpu + a->offset;
+    f->tiled_size = (size_t)g->size;
+    f->elem = g->surface.element_bytes;
+    f->nsub = g->surface.mip_levels * g->surface.array_layers;
+    f->sub = calloc(f->nsub, sizeof *f->sub);
+    size_t widest = 0;
+    uint32_t k = 0;
+    for (uint32_t layer = 0; f->sub != NULL && layer < g->surface.array_layers; layer++)
+        for (uint32_t mip = 0; mip < g->surface.mip_levels; mip++, k++) {
+            struct vidmm_subresource_info si = { .size = sizeof si };
+            if (vidmm_surface_subresource(&g->layout, &g->surface, mip, layer, &si) != 0) {
+                vm_lazy_fill_free(f);
+                return NULL;
+            }
+            f->sub[k] = (struct vm_lazy_sub){ mip, layer, si.width, si.height, si.depth, si.linear_offset,
+                                              si.linear_size };
+            if ((size_t)si.width * f->elem > widest)
+                widest = (size_t)si.width * f->elem;
+        }
+    if (f->sub == NULL || (f->tmp = malloc(widest + 2 * f->elem)) == NULL) {
+        vm_lazy_fill_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* lazy_fill() untiles bytes [off, off + len) of the packed linear surface into 'dst' (the
+ * handler thread's fill; bytes past the surface, in the view's last page, are zero): runs of
+ * whole rows of one slice straight into 'dst', a partial row through 'tmp', widened to whole
+ * elements. */
+static void lazy_fill(void *ctx, size_t off, size_t len, uint8_t *dst)
+{
+    const struct vm_lazy_fill *f = ctx;
+    const size_t end = off + len, e = f->elem;
+    memset(dst, 0, len);
+    for (uint32_t k = 0; k < f->nsub; k++) {
+        const struct vm_lazy_sub *sb = &f->sub[k];
+        if (sb->lo >= end || sb->lo + sb->size <= off)
+            continue;
+        const size_t row = (size_t)sb->w * e;
+        size_t s0 = (off > sb->lo ? off : (size_t)sb->lo) - (size_t)sb->lo;
+        const size_t s1 = (end < sb->lo + sb->size ? end : (size_t)(sb->lo + sb->size)) - (size_t)sb->lo;
+        while (s0 < s1) {
+            const size_t ri = s0 / row, rb = s0 - ri * row;
+            const uint32_t y = (uint32_t)(ri % sb->h), z = (uint32_t)(ri / sb->h);
+            uint8_t *out = dst + ((size_t)sb->lo + s0 - off);
+            if (rb == 0 && s1 - s0 >= row) {
+                /* Whole rows, up to the slice's end. */
+                uint32_t rows = (uint32_t)((s1 - s0) / row);
+                if (rows > sb->h - y)
+                    rows = sb->h - y;
+                struct vidmm_box box = { 0, y, z, sb->w, rows, 1 };
+                (void)vidmm_deswizzle(f->layout, f->surface, sb->mip, sb->layer, &box, f->tiled, f->tiled_size, out,
+                                      (size_t)rows * row, row, (size_t)rows * row);
+                s0 += (size_t)rows * row;
+                continue;
+            }
+            const size_t re = s1 - ri * row < row ? s1 - ri * row : row;
+            const uint32_t x0 = (uint32_t)(rb / e), x1 = (uint32_t)((re + e - 1) / e);
+            struct vidmm_box box = { x0, y, z, x1 - x0, 1, 1 };
+            (void)vidmm_deswizzle(f->layout, f->surface, sb->mip, sb->layer, &box, f->tiled, f->tiled_size, f->tmp,
+                                  (size_t)(x1 - x0) * e, (size_t)(x1 - x0) * e, 0);
+            memcpy(out, f->tmp + (rb - (size_t)x0 * e), re - rb);
+            s0 = ri * row + re;
+        }
+    }
+}
+
+/* lazy_lock() maps range 'r''s lazy view for allocation 'a' (made on first use, or again when
+ * too small). False when there is none (the device did not ask, the kernel refused one, no
+ * memory): the eager view serves. */
+static bool lazy_lock(vidmm_device *dev, struct vm_range *r, struct vm_alloc *a, size_t need)
+{
+    if (!dev->lazy_ranges || r->lazy_failed)
+        return false;
+    if (r->lazy != NULL && vmos_lazy_len(r->lazy) < need) {
+        vmos_lazy_destroy(r->lazy);
+        r->lazy = NULL;
+    }
+    if (r->lazy == NULL && vmos_lazy_create(need, &r->lazy) != 0) {
+        r->lazy = NULL;
+        r->lazy_failed = true;
+        vidmm_log(VIDMM_LOG_INFO, "swizzling ranges: lazy views unavailable here (no full userfaultfd with "
+                                  "WP_ASYNC and PAGEMAP_SCAN, Linux 6.7); range locks untile eagerly");
+        return false;
+    }
+    struct vm_lazy_fill *f = lazy_fill_new(a);
+    if (f == NULL)
+        return false;
+    vm_lazy_fill_free(r->fill);
+    r->fill = f;
+    vmos_lazy_arm(r->lazy, lazy_fill, f);
+    r->lazy_armed = true;
+    return true;
+}
+
 /* Lock through a swizzling range: the state machine of spec 8.2. On success '*ptr' is the
  * linear view (or the unswizzled backing store) and '*mode' says which. */
 static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint8_t **ptr,
@@ -370,6 +518,13 @@ static int lock_swizzled(vidmm_device *dev, struct vm_alloc *a, const struct vid
     }
     struct vm_range *r = &dev->ranges[id];
     size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
+    if (lazy_lock(dev, r, a, need)) {
+        r->active = true;
+        a->range = id;
+        *ptr = vmos_lazy_base(r->lazy);
+        *mode = VM_LOCK_RANGE;
+        return 0;
+    }
     if (r->view_len < need) {
         void *v = aligned_alloc(VIDMM_PAGE_SIZE, need), *sn = aligned_alloc(VIDMM_PAGE_SIZE, need);
         if (!v || !sn) {
@@ -725,16 +880,38 @@ static void retile_written(struct vm_alloc *a, struct vm_range *r)
 {
     const struct vm_group *g = a->g;
     uint8_t *tiled = a->seg->cpu + a->offset;
+    uint8_t *view = r->lazy_armed ? vmos_lazy_base(r->lazy) : r->view;
     uint64_t *pages = NULL;
-    if (r->ww_armed) {
-        const size_t words = (r->view_len / VIDMM_PAGE_SIZE + 63) / 64;
+    if (r->ww_armed || r->lazy_armed) {
+        const size_t len = r->lazy_armed ? vmos_lazy_len(r->lazy) : r->view_len;
+        const size_t words = (len / VIDMM_PAGE_SIZE + 63) / 64;
         if ((pages = malloc(words * sizeof *pages)) == NULL) {
-            /* No memory to read the watch into: all of it back rather than miss a write. */
-            vidmm_swizzle_surface(&g->layout, &g->surface, tiled, (size_t)g->size, r->view, (size_t)g->linear_size);
+            /* No memory to read the watch into: all of it back rather than miss a write (a
+             * lazy view's untouched pages fault in with the surface's own bytes). */
+            vidmm_swizzle_surface(&g->layout, &g->surface, tiled, (size_t)g->size, view, (size_t)g->linear_size);
+            r->ww_armed = false;
             return;
         }
-        if (vidmm_writewatch_get_bitmap(r->ww, true, pages, words, NULL) != 0)
+        int rc = r->lazy_armed ? vmos_lazy_written(r->lazy, pages, words)
+                               : vidmm_writewatch_get_bitmap(r->ww, true, pages, words, NULL);
+        if (rc != 0)
             memset(pages, 0xFF, words * sizeof *pages); /* the kernel refused the scan: every row */
+        if (r->lazy_armed) {
+            /* A written page's rows are widened to whole elements, which may reach into the
+             * next or previous page. Fault those in now, while the handler can still untile
+             * them from a surface nothing writes: once tiling back begins, a fill would read
+             * the tiled bytes being written. */
+            const size_t npages = len / VIDMM_PAGE_SIZE;
+            for (size_t q = 0; q < npages; q++) {
+                if (!(pages[q / 64] >> (q % 64) & 1u))
+                    continue;
+                if (q > 0 && !(pages[(q - 1) / 64] >> ((q - 1) % 64) & 1u))
+                    (void)*(volatile const uint8_t *)(view + q * VIDMM_PAGE_SIZE - 1);
+                if (q + 1 < npages && !(pages[(q + 1) / 64] >> ((q + 1) % 64) & 1u))
+                    (void)*(volatile const uint8_t *)(view + (q + 1) * VIDMM_PAGE_SIZE);
+            }
+            vmos_lazy_quiesce(r->lazy);
+        }
     }
     for (uint32_t layer = 0; layer < g->surface.array_layers; layer++) {
         for (uint32_t mip = 0; mip < g->surface.mip_levels; mip++) {
@@ -746,7 +923,7 @@ static void retile_written(struct vm_alloc *a, struct vm_range *r)
             for (uint32_t z = 0; z < si.depth; z++) {
                 const size_t base = (size_t)si.linear_offset + z * slice;
                 if (pages != NULL) {
-                    retile_pages(g, tiled, r->view, pages, &si, mip, layer, z, base);
+                    retile_pages(g, tiled, view, pages, &si, mip, layer, z, base);
                     continue;
                 }
                 uint32_t y = 0;
@@ -843,6 +1020,7 @@ static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
             retile_written(a, r);
             a->dirty = true;
         }
+        range_lazy_drop(r); /* its pages go: the next lock starts from the surface again */
         r->active = false;
     } else if (a->lock_mode == VM_LOCK_ALTVA && a->range >= 0) {
         dev->ranges[a->range].active = false;
@@ -900,8 +1078,10 @@ int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
 
 void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a)
 {
-    if (a->range >= 0 && a->range < (int)dev->nranges)
+    if (a->range >= 0 && a->range < (int)dev->nranges) {
+        range_lazy_drop(&dev->ranges[a->range]);
         dev->ranges[a->range].active = false;
+    }
     a->lock_count = 0;
     a->lock_mode = VM_LOCK_NONE;
     a->lock_ptr = NULL;

@@ -15,7 +15,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_paging
   test_defects12
   test_defects17
-  test_contract12)
+  test_contract12
+  test_lazy_ranges)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)

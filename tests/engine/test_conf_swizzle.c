@@ -23,17 +23,22 @@ struct fx {
 };
 
 /* A standard device with 'ranges' swizzling ranges and the recording range callbacks. */
-static struct fx *fx_new(uint32_t ranges)
+static struct fx *fx_new_ex(uint32_t ranges, uint32_t dev_flags)
 {
     struct fx *f = calloc(1, sizeof(*f));
     cr_assert_not_null(f);
     t_rec_init(&f->rec);
     f->drv = t_rec_driver(&f->rec, false, true, false);
-    f->dev = t_dev_std_ex(ranges, &f->drv, 0);
+    f->dev = t_dev_std_ex(ranges, &f->drv, dev_flags);
     t_swz_init(&f->z);
     cr_assert_eq(f->z.tiled_size, SZ);
     cr_assert_eq(f->z.linear_size, SZ);
     return f;
+}
+
+static struct fx *fx_new(uint32_t ranges)
+{
+    return fx_new_ex(ranges, 0);
 }
 
 static void fx_free(struct fx *f)
@@ -169,15 +174,19 @@ static void watch_hook(void *arg, enum vidmm_log_level level, const char *msg)
         atomic_fetch_add(&watch_msgs, 1);
 }
 
-static void dirty_rows_cycles(bool snapshot)
+enum range_mode { MODE_SNAPSHOT, MODE_WATCH, MODE_LAZY };
+static const char *const mode_names[] = { "snapshot", "write-watch", "lazy" };
+
+static void dirty_rows_cycles(enum range_mode mode)
 {
+    const bool snapshot = mode == MODE_SNAPSHOT;
     if (snapshot)
         cr_assert_eq(setenv("VIDMM_RANGE_DIRTY", "snapshot", 1), 0);
     else
         unsetenv("VIDMM_RANGE_DIRTY");
     atomic_store(&watch_msgs, 0);
     vidmm_set_log_fn(watch_hook, NULL, VIDMM_LOG_DEBUG);
-    struct fx *f = fx_new(2);
+    struct fx *f = fx_new_ex(2, mode == MODE_LAZY ? VIDMM_DEVICE_LAZY_RANGES : 0);
     vidmm_handle h = swz_alloc(f, T_SET(T_VIS), 0, 0, 11);
     unsigned char *want = malloc(SZ), *tiled = malloc(SZ), *got = malloc(SZ);
     memcpy(want, f->linear, SZ);
@@ -202,13 +211,13 @@ static void dirty_rows_cycles(bool snapshot)
         t_swz(&f->z, want, tiled);
         t_read(f->dev, h, 0, got, SZ);
         cr_assert_eq(memcmp(got, tiled, SZ), 0, "cycle %d (%s): the tiled surface is not what the CPU wrote", cycle,
-                     snapshot ? "snapshot" : "write-watch");
+                     mode_names[mode]);
     }
 #undef NEXT
     vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
     if (snapshot)
         cr_assert_eq(atomic_load(&watch_msgs), 0, "VIDMM_RANGE_DIRTY=snapshot still made a write-watch");
-    else
+    else if (mode == MODE_WATCH)
         cr_assert_gt(atomic_load(&watch_msgs), 0, "the kernel offers the write-watch, but the view had none");
     unsetenv("VIDMM_RANGE_DIRTY");
     free(want);
@@ -219,7 +228,7 @@ static void dirty_rows_cycles(bool snapshot)
 
 Test(swz_lock, range_written_rows_by_snapshot)
 {
-    dirty_rows_cycles(true);
+    dirty_rows_cycles(MODE_SNAPSHOT);
 }
 
 Test(swz_lock, range_written_rows_by_write_watch)
@@ -238,20 +247,21 @@ Test(swz_lock, range_written_rows_by_write_watch)
     free(page);
     if (rc != 0)
         cr_skip_test("no userfaultfd write-watch here (%s): ranges use the snapshot", vidmm_strerror(rc));
-    dirty_rows_cycles(false);
+    dirty_rows_cycles(MODE_WATCH);
 }
 
 /* Rows wider than a page (2048 x 4 bytes: two pages a row, block-linear 2048 x 24): the
  * write-watch sends back only the written pages' part of a row, runs of wholly written rows as
  * one box, and a row whose two pages were written in separate places - every case against the
  * bytes the CPU left in the view, and with the snapshot alike. */
-static void wide_rows(bool snapshot)
+static void wide_rows(enum range_mode mode)
 {
+    const bool snapshot = mode == MODE_SNAPSHOT;
     if (snapshot)
         cr_assert_eq(setenv("VIDMM_RANGE_DIRTY", "snapshot", 1), 0);
     else
         unsetenv("VIDMM_RANGE_DIRTY");
-    vidmm_device *dev = t_dev_std_ex(2, NULL, 0);
+    vidmm_device *dev = t_dev_std_ex(2, NULL, mode == MODE_LAZY ? VIDMM_DEVICE_LAZY_RANGES : 0);
     struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
     struct vidmm_surface_desc sd;
     memset(&sd, 0, sizeof sd);
@@ -298,7 +308,7 @@ static void wide_rows(bool snapshot)
         cr_assert_eq(vidmm_swizzle_surface(&l, &sd, exp, tsz, want, lsz), 0);
         t_read(dev, h, 0, got, (size_t)tsz);
         cr_assert_eq(memcmp(got, exp, tsz), 0, "cycle %d (%s): the tiled surface is not what the CPU wrote", cycle,
-                     snapshot ? "snapshot" : "write-watch");
+                     mode_names[mode]);
     }
     unsetenv("VIDMM_RANGE_DIRTY");
     free(tiled);
@@ -310,12 +320,12 @@ static void wide_rows(bool snapshot)
 
 Test(swz_lock, range_wide_rows_by_snapshot)
 {
-    wide_rows(true);
+    wide_rows(MODE_SNAPSHOT);
 }
 
 Test(swz_lock, range_wide_rows_by_write_watch)
 {
-    wide_rows(false); /* the watch where the kernel offers it, else the snapshot once more */
+    wide_rows(MODE_WATCH); /* the watch where the kernel offers it, else the snapshot once more */
 }
 
 /* spec 8.3: "VidMm caches acquired ranges per (allocation, PrivateDriverData): only the first

@@ -75,6 +75,29 @@ int vmos_aperture_unmap(struct vmos_aperture *ap, size_t off, size_t len);
 int vmos_view_map(const struct vmos_arena *a, size_t arena_off, size_t len, void **out);
 void vmos_view_unmap(void *p, size_t len);
 
+/* Lazily filled views (lazyview.c): anonymous memory whose pages are filled on first access,
+ * on a handler thread, by 'fill' (bytes [off, off + len) of the view into 'dst'), while armed;
+ * writes are recorded per page (userfaultfd asynchronous write-protect). Creation fails with
+ * VIDMM_E_UNSUPPORTED where the kernel or the privileges give no full userfaultfd with
+ * WP_ASYNC and PAGEMAP_SCAN (Linux 6.7). vmos_lazy_written() sets the bit of every page written
+ * since arming; vmos_lazy_disarm() stops filling (a later access reads zeros), drops every
+ * page, and reports the faults served and bytes filled since arming. */
+struct vmos_lazy;
+typedef void (*vmos_lazy_fill)(void *ctx, size_t off, size_t len, uint8_t *dst);
+struct vmos_lazy_stats {
+    uint64_t faults, filled;
+};
+int vmos_lazy_create(size_t len, struct vmos_lazy **out);
+uint8_t *vmos_lazy_base(const struct vmos_lazy *v);
+size_t vmos_lazy_len(const struct vmos_lazy *v);
+void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx);
+int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words);
+/* vmos_lazy_quiesce() returns once no fill is in progress, every fill so far ordered before
+ * the caller's next steps (it then writes what fills read). */
+void vmos_lazy_quiesce(struct vmos_lazy *v);
+void vmos_lazy_disarm(struct vmos_lazy *v, struct vmos_lazy_stats *st);
+void vmos_lazy_destroy(struct vmos_lazy *v);
+
 /* Which tiers this process could obtain right now (bit n = tier n), for vidmm-info and tests. */
 unsigned vmos_tiers_available(void);
 

@@ -31,64 +31,8 @@
 #include "common/internal.h"
 #include "engine/os/os.h"
 #include "vidmm/writewatch.h"
+#include "engine/os/uffd_compat.h"
 
-/* Valgrind 3.19 does not know the PAGEMAP_SCAN ioctl: what the kernel wrote into the output
- * vector and the argument's walk_end are defined, which memcheck is told where its header is
- * installed (a client request: a few instructions outside Valgrind). */
-#if defined(__has_include)
-#  if __has_include(<valgrind/memcheck.h>)
-#    include <valgrind/memcheck.h>
-#    define WW_DEFINED(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
-#  endif
-#endif
-#ifndef WW_DEFINED
-#  define WW_DEFINED(p, n) ((void)(p), (void)(n))
-#endif
-
-/* ---------------------------------------------------------------------------------------------
- * Kernel interfaces newer than Debian 12's headers (linux-libc-dev 6.1). Values are those of
- * the kernel's uAPI; the layouts are documented in ioctl_pagemap_scan(2) (man-pages 6.7) and in
- * Documentation/admin-guide/mm/pagemap.rst and userfaultfd.rst.
- * ------------------------------------------------------------------------------------------- */
-/* include/uapi/linux/userfaultfd.h: WP_UNPOPULATED (Linux 6.4) write-protects pages that are not
- * populated yet, so the first write to them is recorded too; WP_ASYNC (Linux 6.7) has the kernel
- * resolve write-protect faults itself, clearing the page's uffd-wp bit, instead of queueing a
- * message for a handler thread. */
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#  define UFFD_FEATURE_WP_UNPOPULATED (1u << 13)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#  define UFFD_FEATURE_WP_ASYNC (1u << 15)
-#endif
-
-/* include/uapi/linux/fs.h, Linux 6.7: the PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap. */
-#ifndef PAGEMAP_SCAN
-struct page_region {
-    __u64 start;        /* first byte of a run of pages with the same categories */
-    __u64 end;          /* one past the last byte */
-    __u64 categories;   /* PAGE_IS_* of the run, masked with return_mask */
-};
-struct pm_scan_arg {
-    __u64 size;                 /* sizeof(struct pm_scan_arg) */
-    __u64 flags;                /* PM_SCAN_* */
-    __u64 start, end;           /* the range, page-aligned */
-    __u64 walk_end;             /* out: where the walk stopped (end when it completed) */
-    __u64 vec, vec_len;         /* array of struct page_region for the output */
-    __u64 max_pages;            /* stop after this many matching pages; 0: no limit */
-    __u64 category_inverted;    /* categories that match when clear */
-    __u64 category_mask;        /* a page matches when all of these match */
-    __u64 category_anyof_mask;  /* ... and at least one of these, when non-zero */
-    __u64 return_mask;          /* categories reported in page_region.categories */
-};
-#  define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#endif
-#ifndef PAGE_IS_WRITTEN
-#  define PAGE_IS_WRITTEN (1u << 1)     /* written since it was (async) write-protected */
-#endif
-#ifndef PM_SCAN_WP_MATCHING
-#  define PM_SCAN_WP_MATCHING (1u << 0)   /* write-protect the pages reported */
-#  define PM_SCAN_CHECK_WPASYNC (1u << 1) /* fail (EPERM) where async write-protect is not on */
-#endif
 
 /* Documentation/admin-guide/mm/soft-dirty.rst and pagemap.rst: bit 55 of a pagemap entry is
  * the page's soft-dirty bit; writing "4" to clear_refs clears it for every page of the process. */
@@ -595,7 +539,7 @@ static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
                 int r = ioctl(pfd, PAGEMAP_SCAN, &a);
                 if (r < 0)
                     return scan_errno(errno);
-                WW_DEFINED(&a, sizeof a);
+                VMOS_MEM_DEFINED(&a, sizeof a);
                 return r > 0 ? 1 : 0;
             }
             a.max_pages = s->cap - s->n;
@@ -606,8 +550,8 @@ static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
                 continue;
             return scan_errno(errno);
         }
-        WW_DEFINED(&a, sizeof a);
-        WW_DEFINED(vec, (size_t)r * sizeof vec[0]);
+        VMOS_MEM_DEFINED(&a, sizeof a);
+        VMOS_MEM_DEFINED(vec, (size_t)r * sizeof vec[0]);
         for (int i = 0; i < r; i++)
             sink_run(s, (size_t)(vec[i].start - (uintptr_t)ww->base) / pg,
                      (size_t)(vec[i].end - vec[i].start) / pg);

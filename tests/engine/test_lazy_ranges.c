@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/engine/test_lazy_ranges.c - lazy swizzling ranges (VIDMM_DEVICE_LAZY_RANGES, issue 16):
+ * a range lock maps the linear view at once and each page is untiled on first access; unlock
+ * tiles back the pages written. Checked against what the eager path gives - the packed linear
+ * surface of vidmm_deswizzle_surface() - for every layout family, mip chains, arrays, 3D and
+ * odd element sizes (elements straddling pages), read sequentially, in random page order and
+ * from several threads; written pages come back; the view is really lazy (mincore); kernel
+ * accesses through the view work (write(2) from it, read(2) into it); a fork while locked
+ * leaves the parent's view working; VIDMM_LAZY=off gives the eager view. Where the kernel
+ * refuses the lazy view (no full userfaultfd with WP_ASYNC: Linux < 6.7, no privilege,
+ * valgrind) every test is a skip that says so. */
+#include "t_engine.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SEG_SIZE (64 * T_MiB)
+#define PAGE 4096u
+
+static vidmm_device *lazy_dev(bool lazy)
+{
+    struct vidmm_segment_desc seg = { 0x10000000ull, SEG_SIZE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL };
+    struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
+    dd.segments = &seg;
+    dd.segment_count = 1;
+    dd.swizzling_ranges = 2;
+    dd.paging_threads = 0;
+    dd.flags = lazy ? VIDMM_DEVICE_LAZY_RANGES : 0;
+    vidmm_device *dev = NULL;
+    int rc = vidmm_device_create(&dd, &dev);
+    cr_assert_eq(rc, 0, "device_create: %s", vidmm_strerror(rc));
+    return dev;
+}
+
+struct surf {
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc desc;
+    struct vidmm_equation eq;
+    uint64_t tiled, linear;
+};
+
+static void surf_init(struct surf *s, enum vidmm_tiling t, uint32_t w, uint32_t h, uint32_t d, uint32_t e,
+                      uint32_t mips, uint32_t layers)
+{
+    memset(s, 0, sizeof *s);
+    s->layout = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT(t);
+    s->desc.size = sizeof s->desc;
+    s->desc.width = w;
+    s->desc.height = h;
+    s->desc.depth = d;
+    s->desc.element_bytes = e;
+    s->desc.block_width = s->desc.block_height = 1;
+    s->desc.mip_levels = mips;
+    s->desc.array_layers = layers;
+}
+
+static void surf_sizes(struct surf *s)
+{
+    cr_assert_eq(vidmm_surface_tiled_size(&s->layout, &s->desc, &s->tiled), 0);
+    cr_assert_eq(vidmm_surface_linear_size(&s->layout, &s->desc, &s->linear), 0);
+}
+
+/* A swizzled allocation of 's' in the device's segment, holding 'tiled' (random). */
+static vidmm_handle surf_alloc(vidmm_device *dev, struct surf *s, unsigned char *tiled, uint32_t seed)
+{
+    struct vidmm_alloc_desc d = { .size_of = sizeof d };
+    d.size = s->tiled;
+    d.priority = VIDMM_PRIORITY_NORMAL;
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_SWIZZLED;
+    d.supported_read_set = d.supported_write_set = 1;
+    d.layout = &s->layout;
+    d.surface = &s->desc;
+    d.max_renaming = 1;
+    vidmm_handle h = t_alloc(dev, &d);
+    t_resident(dev, h, NULL);
+    t_bytes(tiled, (size_t)s->tiled, seed);
+    t_write(dev, h, 0, tiled, (size_t)s->tiled);
+    return h;
+}
+
+static unsigned char *range_lock(vidmm_device *dev, vidmm_handle h, uint32_t flags)
+{
+    struct vidmm_lock_args a = t_largs(h, VIDMM_LOCK_ACQUIRE_APERTURE | flags);
+    int rc = vidmm_lock(dev, &a);
+    cr_assert_eq(rc, 0, "range lock: %s", vidmm_strerror(rc));
+    return a.data;
+}
+
+/* Pages of [p, p + n) resident in memory (mincore). */
+static size_t resident_pages(const void *p, size_t n)
+{
+    size_t pages = (n + PAGE - 1) / PAGE, count = 0;
+    unsigned char *v = malloc(pages);
+    cr_assert_not_null(v);
+    cr_assert_eq(mincore((void *)p, pages * PAGE, v), 0);
+    for (size_t i = 0; i < pages; i++)
+        count += v[i] & 1;
+    free(v);
+    return count;
+}
+
+/* Skips the test unless a lazy device really maps lazy views here: right after a range lock,
+ * a lazy view has no page in memory, an eager one all of them. */
+static void require_lazy(void)
+{
+    vidmm_device *dev = lazy_dev(true);
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
+    surf_sizes(&s);
+    unsigned char *tiled = malloc((size_t)s.tiled);
+    vidmm_handle h = surf_alloc(dev, &s, tiled, 1);
+    unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    size_t res = resident_pages(p, (size_t)s.linear);
+    t_unlock(dev, h);
+    free(tiled);
+    vidmm_device_destroy(dev);
+    if (res != 0)
+        cr_skip_test("lazy views unavailable here (%zu of %llu pages were there at once): no full userfaultfd "
+                     "with WP_ASYNC and PAGEMAP_SCAN (Linux 6.7), no privilege, or valgrind",
+                     res, (unsigned long long)(s.linear / PAGE));
+}
+
+/* The whole check for one surface: a READ_ONLY lock read in order, one read in random page
+ * order, then writable locks that write scattered spots (page ends, partial elements,
+ * whole pages) - each time against the eager result. */
+static void check_surface(struct surf *s, const char *what)
+{
+    surf_sizes(s);
+    vidmm_device *dev = lazy_dev(true);
+    const size_t tn = (size_t)s->tiled, ln = (size_t)s->linear, pages = (ln + PAGE - 1) / PAGE;
+    unsigned char *tiled = malloc(tn), *want = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
+    cr_assert(tiled && want && exp && got);
+    vidmm_handle h = surf_alloc(dev, s, tiled, 77);
+    cr_assert_eq(vidmm_deswizzle_surface(&s->layout, &s->desc, tiled, tn, want, ln), 0);
+
+    unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(memcmp(p, want, ln), 0, "%s: the lazy view read in order is not the linear surface", what);
+    t_unlock(dev, h);
+
+    p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    uint32_t r = 99;
+    for (size_t k = 0; k < pages; k++) {
+        r = r * 1103515245u + 12345u;
+        size_t pg = (r >> 8) % pages, n = pg + 1 == pages ? ln - pg * PAGE : PAGE;
+        cr_assert_eq(memcmp(p + pg * PAGE, want + pg * PAGE, n), 0, "%s: page %zu read out of order differs", what,
+                     pg);
+    }
+    t_unlock(dev, h);
+
+    for (int cycle = 0; cycle < 3; cycle++) {
+        p = range_lock(dev, h, 0);
+        for (int k = 0; k < 8; k++) {
+            r = r * 1103515245u + 12345u;
+            size_t off = (r >> 8) % ln, len = k == 7 ? PAGE : 1 + (r >> 20) % 64;
+            if (k == 0)
+                off = (off / PAGE) * PAGE + PAGE - 3; /* across a page end */
+            if (off >= ln)
+                off = ln - 1;
+            if (off + len > ln)
+                len = ln - off;
+            for (size_t i = 0; i < len; i++)
+                p[off + i] = want[off + i] = (unsigned char)(r + i + (unsigned)cycle);
+        }
+        t_unlock(dev, h);
+        memcpy(exp, tiled, tn);
+        cr_assert_eq(vidmm_swizzle_surface(&s->layout, &s->desc, exp, tn, want, ln), 0);
+        t_read(dev, h, 0, got, tn);
+        cr_assert_eq(memcmp(got, exp, tn), 0, "%s: cycle %d: the tiled surface is not what the CPU wrote", what,
+                     cycle);
+        memcpy(tiled, got, tn);
+    }
+    free(tiled);
+    free(want);
+    free(exp);
+    free(got);
+    vidmm_device_destroy(dev);
+}
+
+Test(lazy, matches_eager_every_layout)
+{
+    require_lazy();
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 300, 1, 4, 1, 1);
+    check_surface(&s, "block-linear 1000x300x4");
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 517, 129, 1, 12, 1, 1);
+    check_surface(&s, "block-linear 517x129, 12-byte elements (elements across pages)");
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    check_surface(&s, "block-linear 256x128, 5 mips, 3 layers");
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 96, 80, 20, 8, 1, 1);
+    check_surface(&s, "block-linear 3D 96x80x20x8");
+    surf_init(&s, VIDMM_TILING_INTEL_Y, 3000, 200, 1, 1, 1, 1);
+    check_surface(&s, "Intel Y 3000 bytes x 200");
+    surf_init(&s, VIDMM_TILING_INTEL_4, 2048, 100, 1, 1, 1, 1);
+    check_surface(&s, "Intel Tile4 2048 x 100");
+    surf_init(&s, VIDMM_TILING_INTEL_X, 5000, 40, 1, 1, 1, 1);
+    check_surface(&s, "Intel X 5000 x 40");
+    surf_init(&s, VIDMM_TILING_D3D_STD_64K, 600, 300, 1, 4, 1, 2);
+    check_surface(&s, "D3D 64 KB 600x300x4, 2 layers");
+    surf_init(&s, VIDMM_TILING_D3D_STD_4K, 333, 222, 1, 16, 1, 1);
+    check_surface(&s, "D3D 4 KB 333x222x16");
+    surf_init(&s, VIDMM_TILING_AMD_GFX10, 256, 256, 1, 4, 9, 1);
+    s.layout.amd_swizzle_mode = 27;
+    check_surface(&s, "AMD SW_64KB_R_X 256x256, 9 mips (mip tail)");
+    surf_init(&s, VIDMM_TILING_MORTON, 300, 200, 1, 4, 1, 1);
+    check_surface(&s, "Morton 300x200x4");
+    surf_init(&s, VIDMM_TILING_LINEAR, 777, 55, 1, 3, 1, 1);
+    check_surface(&s, "pitch-linear 777x55x3");
+}
+
+/* Locking maps the view and untiles nothing; touching a byte untiles a page (or a chunk), not
+ * the surface. */
+Test(lazy, lock_untiles_only_what_is_touched)
+{
+    require_lazy();
+    vidmm_device *dev = lazy_dev(true);
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
+    surf_sizes(&s);
+    unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
+    vidmm_handle h = surf_alloc(dev, &s, tiled, 5);
+    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
+    unsigned char *p = range_lock(dev, h, 0);
+    cr_assert_eq(resident_pages(p, (size_t)s.linear), 0, "the lock untiled pages before any access");
+    const size_t off = 3 * 1024 * 1024 + 12345;
+    cr_assert_eq(p[off], want[off]);
+    size_t res = resident_pages(p, (size_t)s.linear);
+    cr_assert(res >= 1 && res <= 64, "one byte read untiled %zu pages", res);
+    p[off] ^= 0xFF;
+    t_unlock(dev, h);
+    want[off] ^= 0xFF;
+    p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(resident_pages(p, (size_t)s.linear), 0, "the view kept pages across locks");
+    cr_assert_eq(memcmp(p, want, (size_t)s.linear), 0, "the written byte did not come back");
+    t_unlock(dev, h);
+    free(tiled);
+    free(want);
+    vidmm_device_destroy(dev);
+}
+
+/* The kernel reads from and writes into the view like the CPU does (its faults are served by
+ * the same handler). */
+Test(lazy, kernel_access_through_the_view)
+{
+    require_lazy();
+    vidmm_device *dev = lazy_dev(true);
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_D3D_STD_64K, 1024, 512, 1, 4, 1, 1); /* 2 MiB */
+    surf_sizes(&s);
+    unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
+    vidmm_handle h = surf_alloc(dev, &s, tiled, 6);
+    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
+    unsigned char *p = range_lock(dev, h, 0);
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    const size_t off = 700000, n = 3 * PAGE;
+    cr_assert_eq(write(fd[1], p + off, n), (ssize_t)n, "write(2) from the untouched view failed");
+    unsigned char back[3 * PAGE];
+    cr_assert_eq(read(fd[0], back, n), (ssize_t)n);
+    cr_assert_eq(memcmp(back, want + off, n), 0, "write(2) from the view sent other bytes");
+    /* read(2) into untouched pages: the kernel writes them. */
+    const size_t off2 = 1500000;
+    memset(back, 0x3C, n);
+    cr_assert_eq(write(fd[1], back, n), (ssize_t)n);
+    cr_assert_eq(read(fd[0], p + off2, n), (ssize_t)n, "read(2) into the untouched view failed");
+    memset(want + off2, 0x3C, n);
+    close(fd[0]);
+    close(fd[1]);
+    t_unlock(dev, h);
+    unsigned char *exp = malloc((size_t)s.tiled), *got = malloc((size_t)s.tiled);
+    memcpy(exp, tiled, (size_t)s.tiled);
+    cr_assert_eq(vidmm_swizzle_surface(&s.layout, &s.desc, exp, s.tiled, want, s.linear), 0);
+    t_read(dev, h, 0, got, (size_t)s.tiled);
+    cr_assert_eq(memcmp(got, exp, (size_t)s.tiled), 0, "what read(2) put in the view was not tiled back");
+    free(exp);
+    free(got);
+    free(tiled);
+    free(want);
+    vidmm_device_destroy(dev);
+}
+
+/* A fork while a lazy view is locked: the child has no view (MADV_DONTFORK) and no handler;
+ * the parent's view goes on working. */
+Test(lazy, fork_while_locked)
+{
+    require_lazy();
+    vidmm_device *dev = lazy_dev(true);
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_MORTON, 512, 512, 1, 4, 1, 1);
+    surf_sizes(&s);
+    unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
+    vidmm_handle h = surf_alloc(dev, &s, tiled, 7);
+    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
+    unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(p[10], want[10]);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cr_assert_eq(memcmp(p, want, (size_t)s.linear), 0, "the view after a fork differs");
+    t_unlock(dev, h);
+    free(tiled);
+    free(want);
+    vidmm_device_destroy(dev);
+}
+
+/* Several threads fault pages of one view at once. */
+struct reader {
+    pthread_t t;
+    const unsigned char *p, *want;
+    size_t n;
+    unsigned seed;
+    bool bad;
+};
+
+static void *reader_main(void *arg)
+{
+    struct reader *rd = arg;
+    uint32_t r = rd->seed;
+    const size_t pages = rd->n / PAGE;
+    for (size_t k = 0; k < pages; k++) {
+        r = r * 1103515245u + 12345u;
+        size_t pg = (r >> 8) % pages;
+        if (memcmp(rd->p + pg * PAGE, rd->want + pg * PAGE, PAGE) != 0)
+            rd->bad = true;
+    }
+    return NULL;
+}
+
+Test(lazy, threads_fault_one_view)
+{
+    require_lazy();
+    vidmm_device *dev = lazy_dev(true);
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 2048, 1024, 1, 4, 1, 1); /* 8 MiB */
+    surf_sizes(&s);
+    unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
+    vidmm_handle h = surf_alloc(dev, &s, tiled, 8);
+    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
+    unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    struct reader rd[6];
+    for (int i = 0; i < 6; i++) {
+        rd[i] = (struct reader){ .p = p, .want = want, .n = (size_t)s.linear, .seed = 31u * (unsigned)i + 1 };
+        cr_assert_eq(pthread_create(&rd[i].t, NULL, reader_main, &rd[i]), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(pthread_join(rd[i].t, NULL), 0);
+        cr_assert_not(rd[i].bad, "thread %d read other bytes", i);
+    }
+    t_unlock(dev, h);
+    free(tiled);
+    free(want);
+    vidmm_device_destroy(dev);
+}
+
+/* VIDMM_LAZY=off: the eager view, every page there at once. */
+Test(lazy, env_off_gives_the_eager_view)
+{
+    require_lazy();
+    cr_assert_eq(setenv("VIDMM_LAZY", "off", 1), 0);
+    vidmm_device *dev = lazy_dev(true);
+    unsetenv("VIDMM_LAZY");
+    struct surf s;
+    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
+    surf_sizes(&s);
+    unsigned char *tiled = malloc((size_t)s.tiled);
+    vidmm_handle h = surf_alloc(dev, &s, tiled, 9);
+    unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(resident_pages(p, (size_t)s.linear), s.linear / PAGE, "VIDMM_LAZY=off still gave a lazy view");
+    t_unlock(dev, h);
+    free(tiled);
+    vidmm_device_destroy(dev);
+}
