@@ -90,7 +90,20 @@ struct vidmm_tile_layout {
  * block size in pixels (4 x 4 for BCn) and its block bytes as the element size. Mip m has
  * max(1, W >> m) x max(1, H >> m) x max(1, D >> m) pixels, rounded up to whole blocks.
  * The packed linear order of a whole surface is layer 0 mips 0..M-1, layer 1 ..., each mip
- * its slices of rows of elements, tightly packed. */
+ * its slices of rows of elements, tightly packed.
+ *
+ * AMD_GFX10 mip chains of any base size (section 5.6): those are the extents copied, but each
+ * mip is laid out - its pitch and height padded to whole blocks, and whether it goes to the mip
+ * tail - with the extent AMD's addrlib gives it, ceil(ceil(W / block_width) / 2^m) x
+ * ceil(ceil(H / block_height) / 2^m) elements (Mesa src/amd/addrlib: Lib::ComputeSurfaceInfo
+ * in src/core/addrlib2.cpp converts the base to elements rounding up through
+ * ElemLib::AdjustSurfaceInfo; Gfx10Lib::ComputeSurfaceInfoMacroTiled sizes mip m with
+ * Gfx10Lib::GetMipSize, ShiftCeil, in src/gfx10/gfx10addrlib.{cpp,h}). The copied extent never
+ * exceeds it, and the two agree for power-of-two bases. addrlib's own comment in
+ * HwlComputeNonBlockCompressedView gives the same pair: API mip width max(1, W >> m) in
+ * compressed blocks rounded up, pitch from the rounded-up GetMipSize extent. No golden vector
+ * covers an NPOT chain: the rule is read from addrlib's source [unverified against hardware or
+ * an addrlib run]. */
 struct vidmm_surface_desc {
     size_t size;                  /* sizeof(struct vidmm_surface_desc) */
     uint32_t width, height, depth;
@@ -106,7 +119,9 @@ struct vidmm_subresource_info {
     uint32_t width, height, depth;   /* in elements (blocks) */
     uint64_t tiled_offset;        /* where it starts in the tiled surface (for an AMD mip-tail mip:
                                      the tail block it lives in) */
-    uint64_t tiled_size;          /* bytes it spans in the tiled surface */
+    uint64_t tiled_size;          /* bytes it spans in the tiled surface (AMD chains: its addrlib
+                                     extent padded to blocks (struct vidmm_surface_desc), or the
+                                     tail block) */
     uint64_t linear_offset;       /* where it starts in the packed linear order */
     uint64_t linear_size;         /* width * height * depth * element_bytes */
     uint32_t block_height;        /* BLOCK_LINEAR: GOBs per block used for this mip */
@@ -118,7 +133,7 @@ struct vidmm_subresource_info {
  * order. Returns: 0, or VIDMM_E_INVALID_ARG (a descriptor field out of range, zero sizes, a
  * size that overflows 64 bits, an element size the tiling cannot take), VIDMM_E_UNSUPPORTED
  * (a combination the spec does not define: mip chains or arrays for Intel tilings, mip chains
- * for D3D standard swizzle and EQUATION). */
+ * for D3D standard swizzle (D3D's own mip packing) and EQUATION, AMD 3D mip chains). */
 VIDMM_API int vidmm_surface_tiled_size(const struct vidmm_tile_layout *layout,
                                        const struct vidmm_surface_desc *surface, uint64_t *bytes);
 VIDMM_API int vidmm_surface_linear_size(const struct vidmm_tile_layout *layout,

@@ -8,9 +8,10 @@
 
 /* One engine serves every tiling of this file: an XOR bit equation inside a block of 2^n bytes,
  * evaluated on the full coordinates (2.1), blocks placed row-major (5.5), and for AMD mip
- * chains the tail block of 5.6. The equation is "compiled" into the contribution of every
- * coordinate bit (2.1 "Separable"): EQ(xb, y, z) = fx(xb) ^ fy(y) ^ fz(z), where fc(v) is the
- * XOR of contrib[c][j] over the set bits j of v. */
+ * chains the tail block of 5.6, at any base size (layout_dim(): mips are laid out with addrlib's
+ * rounded-up extents and copied with the API's rounded-down ones). The equation is "compiled"
+ * into the contribution of every coordinate bit (2.1 "Separable"): EQ(xb, y, z) = fx(xb) ^
+ * fy(y) ^ fz(z), where fc(v) is the XOR of contrib[c][j] over the set bits j of v. */
 
 #define CH_X VIDMM_EQ_X
 #define CH_Y VIDMM_EQ_Y
@@ -347,12 +348,29 @@ static uint32_t row_3d(uint32_t e_log2)
     return e_log2 <= 1 ? 0 : e_log2 == 2 ? 1 : 2;
 }
 
-/* mip_extent() is mip m's size in the tiled surface: pitch and height rounded to whole blocks
- * (5.5, 5.6 step 2), and its bytes for one slice. */
+/* layout_dim() is the extent, in elements, that addrlib lays mip m out with (5.6): the base
+ * converted to elements rounding up (ElemLib::AdjustSurfaceInfo, called from Lib::ComputeSurfaceInfo
+ * in src/core/addrlib2.cpp: ceil(pixels / block) for BCn), then halved per level rounding up
+ * (Gfx10Lib::GetMipSize in src/gfx10/gfx10addrlib.h: ShiftCeil(max(n, 1), m) = ceil(n / 2^m)).
+ * It is never less than the extent copied, vidmm_swz_mip_dim() = ceil(max(1, pixels >> m) /
+ * block) (swizzle.h), and equals it at mip 0 and for power-of-two bases [derived]. addrlib's
+ * HwlComputeNonBlockCompressedView (gfx10addrlib.cpp, gfx11addrlib.cpp) states the same pair
+ * in a comment: API mip width max(1, W >> m) in blocks rounded up, the pitch from the
+ * rounded-up GetMipSize extent (its 0x401-pixel BC example is a test in test_reference.c).
+ * Read from Mesa's addrlib source; no golden vector pins an NPOT chain [unverified]. */
+static uint64_t layout_dim(uint32_t pixels, uint32_t block, uint32_t m)
+{
+    uint64_t e = ((uint64_t)pixels + block - 1) / block;
+    return m < 40 ? (e + ((uint64_t)1 << m) - 1) >> m : 1;
+}
+
+/* mip_extent() is mip m's size in the tiled surface: addrlib's extent (layout_dim()) with pitch
+ * and height rounded to whole blocks (5.5, 5.6 step 2, Gfx10Lib::ComputeSurfaceInfoMacroTiled:
+ * PowTwoAlign(mipWidth, blockWidth)), and its bytes for one slice. */
 static bool mip_extent(const struct vidmm_swz_surface *s, const struct geo *g, uint32_t m,
                        uint64_t *pitch, uint64_t *height, uint64_t *bytes)
 {
-    uint64_t w = vidmm_swz_mip_dim(s->width, s->bw, m), h = vidmm_swz_mip_dim(s->height, s->bh, m);
+    uint64_t w = layout_dim(s->width, s->bw, m), h = layout_dim(s->height, s->bh, m);
     uint64_t row;
 
     *pitch = (w + g->blk_w - 1) / g->blk_w * g->blk_w;
@@ -412,10 +430,10 @@ static int pick_table(const struct vidmm_swz_surface *s, uint32_t e_log2, const 
  *     depth > 1 is a 3D texture (D3D / GFX9 tables for D3D, GFX10 tables for AMD);
  *   - AMD: amd_swizzle_mode 5, 9 or 27; 0 or >= 32 is not an addrlib mode (INVALID_ARG), any
  *     other addrlib mode is not implemented (UNSUPPORTED); 27 only for 2D 32 bpp (UNSUPPORTED);
- *   - mip chains only for AMD 2D (5.6), and only with power-of-two width and height: addrlib
- *     sizes mips as ceil(W / 2^m) while this API uses max(1, W >> m) (swizzle.h, 1.4); the two
- *     agree on power-of-two sizes only, and NPOT chains are not covered by the spec
- *     (UNSUPPORTED). D3D mip packing and 3D mip chains are not covered (UNSUPPORTED);
+ *   - mip chains only for AMD 2D (5.6), at any base size: each mip is laid out (pitch, height,
+ *     which mips go to the tail) with addrlib's rounded-up extent (layout_dim()), while the
+ *     bytes copied are the API's max(1, W >> m) extent (swizzle.h, 1.4), which fits inside it.
+ *     D3D mip packing and 3D mip chains are not covered (UNSUPPORTED);
  *   - EQUATION: a single mip (UNSUPPORTED otherwise); depth > 1 needs a thick equation
  *     (INVALID_ARG); a thick equation with array layers is not a layout 5.5 defines
  *     (UNSUPPORTED); the equation must map each block one to one (analyse()).
@@ -455,8 +473,6 @@ static int setup(const struct vidmm_swz_surface *s, struct geo *g)
         if (s->mips > 1) {
             if (tiling != VIDMM_TILING_AMD_GFX10 || s->depth > 1)
                 return VIDMM_E_UNSUPPORTED;
-            if (!is_pow2(s->width) || !is_pow2(s->height))
-                return VIDMM_E_UNSUPPORTED;
         }
         load_table(t, &g->eq);
     } else {
@@ -480,13 +496,15 @@ static int setup(const struct vidmm_swz_surface *s, struct geo *g)
     }
 
     /* 5.6 step 1: which mips go to the tail (mip chains only: a single-mip surface has none,
-     * as addrlib reports firstMipInTail = 1 for it, 1.3). */
+     * as addrlib reports firstMipInTail = 1 for it, 1.3). addrlib tests its own extents
+     * (Gfx10Lib::ComputeSurfaceInfoMacroTiled: GetMipSize, then IsInMipTail), so an NPOT mip
+     * whose copied extent would fit may still lie outside the tail. */
     const uint64_t block = (uint64_t)1 << g->eq.n;
     if (s->mips > 1) {
         g->max_in_tail = g->eq.n - 4;
         for (uint32_t m = 0; m < s->mips; m++) {
-            if (vidmm_swz_mip_dim(s->width, s->bw, m) <= g->blk_w / 2 &&
-                vidmm_swz_mip_dim(s->height, s->bh, m) <= g->blk_h && s->mips - m <= g->max_in_tail) {
+            if (layout_dim(s->width, s->bw, m) <= g->blk_w / 2 && layout_dim(s->height, s->bh, m) <= g->blk_h &&
+                s->mips - m <= g->max_in_tail) {
                 g->first = m;
                 break;
             }
@@ -706,7 +724,8 @@ static int eq_resolve(const struct vidmm_swz_surface *s, uint32_t mip, uint32_t 
         m->span = bytes;
     } else {
         /* 5.6 steps 4-5: a tail mip lives at its slot's origin inside the tail block at the
-         * start of the layer's chain. The largest tail mip takes the highest slot. */
+         * start of the layer's chain. The largest tail mip takes the highest slot. m->w x m->h
+         * is the copied extent, within addrlib's (layout_dim()), which fits its slot. */
         tail_origin(g.max_in_tail - 1 - (mip - g.first), g.e_log2, &ox, &oy);
         if (ox + m->w > g.blk_w || oy + m->h > g.blk_h)
             return VIDMM_E_UNSUPPORTED;   /* cannot happen for the modes above */

@@ -20,11 +20,6 @@ static uint64_t round_up(uint64_t a, uint64_t b)
     return ceil_div(a, b) * b;
 }
 
-static bool is_pow2(uint64_t v)
-{
-    return v != 0 && (v & (v - 1)) == 0;
-}
-
 uint32_t ref_ceil_log2(uint64_t v)
 {
     uint32_t n = 0;
@@ -566,19 +561,29 @@ static bool prep_equation(struct ref_layout *L)
         return true;
     }
 
-    /* 5.6, thin 2D mip chains, AMD only, power-of-two extents only (see ref_model.h). */
-    if (!amd || L->thick || s->bw != 1 || s->bh != 1 || !is_pow2(s->width) || !is_pow2(s->height))
+    /* 5.6, thin 2D mip chains, AMD only, any base size. addrlib lays mip m out with an extent of
+     * its own, not the one copied: the base in elements, rounded up (src/core/addrlib2.cpp
+     * Lib::ComputeSurfaceInfo -> ElemLib::AdjustSurfaceInfo: BCn width (w + 3) / 4), then
+     * divided by 2^m rounding up (src/gfx10/gfx10addrlib.h Gfx10Lib::GetMipSize, ShiftCeil).
+     * ComputeSurfaceInfoMacroTiled tests that extent against the tail and pads it to whole
+     * blocks. The bytes copied are the linear side's mips (linear_side(): max(1, W >> m)
+     * pixels, then whole compressed blocks), which are never wider or taller. */
+    if (!amd || L->thick)
         return false;
     uint32_t bw256, bh256;
     if (!micro_block(s->elem, &bw256, &bh256))
         return false;
+    uint64_t base_w = ceil_div(s->width, s->bw), base_h = ceil_div(s->height, s->bh);
+    for (uint32_t m = 0; m < s->mips; m++) {
+        struct ref_mip *mp = &L->mip[m];
+        mp->lay_w = (uint32_t)ceil_div(base_w, (uint64_t)1 << m);
+        mp->lay_h = (uint32_t)ceil_div(base_h, (uint64_t)1 << m);
+    }
     uint32_t n = L->eq.nbits;
     uint32_t tail_w = L->blk_w / 2, tail_h = L->blk_h, max_in_tail = n - 4;
     uint32_t first = s->mips;
     for (uint32_t m = 0; m < s->mips; m++) {
-        uint32_t mw = (uint32_t)ceil_div(s->width, (uint64_t)1 << m);
-        uint32_t mh = (uint32_t)ceil_div(s->height, (uint64_t)1 << m);
-        if (mw <= tail_w && mh <= tail_h && s->mips - m <= max_in_tail) {
+        if (L->mip[m].lay_w <= tail_w && L->mip[m].lay_h <= tail_h && s->mips - m <= max_in_tail) {
             first = m;
             break;
         }
@@ -587,8 +592,8 @@ static bool prep_equation(struct ref_layout *L)
     uint64_t chain = tail ? blk_bytes : 0;
     for (uint32_t m = 0; m < first; m++) {
         struct ref_mip *mp = &L->mip[m];
-        mp->pitch_el = (uint32_t)round_up(mp->w, L->blk_w);
-        mp->size = (uint64_t)mp->pitch_el * round_up(mp->h, L->blk_h) * s->elem;
+        mp->pitch_el = (uint32_t)round_up(mp->lay_w, L->blk_w);
+        mp->size = (uint64_t)mp->pitch_el * round_up(mp->lay_h, L->blk_h) * s->elem;
         chain += mp->size;
     }
     /* Smallest first: the tail block, then mip first-1, ..., mip 0 last. */

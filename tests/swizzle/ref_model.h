@@ -11,8 +11,9 @@
  *   INTEL_X/Y/4   sections 4.1-4.4, one mip, one layer, one slice, bit-6 on X and Y.
  *   D3D_STD_4K/64K  section 5.2 (2D and the GFX9 3D tables), one mip, arrays.
  *   AMD_GFX10     modes 5 and 9 (2D: the standard tables; 3D: the GFX10 tables of 5.3, one
- *                 mip), 27 (32 bpp, 2D); 2D mip chains with the mip tail of 5.6 (power-of-two
- *                 sizes only, where addrlib's and the linear side's mip sizes agree).
+ *                 mip), 27 (32 bpp, 2D); 2D mip chains with the mip tail of 5.6 at any base
+ *                 size, BCn too: each mip laid out with addrlib's rounded-up extent (lay_w x
+ *                 lay_h), the linear side's rounded-down extent (w x h) copied into it.
  *   EQUATION      the caller's equation (5.5), when every coordinate bit below the block's top
  *                 bit of its channel is used: the block is 2^(top x bit + 1) bytes wide, etc.
  *   MORTON        section 6.1-6.3, 2D and 3D, any unit dividing the element, one mip, one
@@ -46,6 +47,8 @@ struct ref_mip {
     uint32_t gob_bh, gob_bd;        /* BLOCK_LINEAR: block height and depth used */
     uint64_t row_pitch;             /* LINEAR: bytes between rows */
     uint32_t pitch_el;              /* equation families: width rounded to blocks, elements */
+    uint32_t lay_w, lay_h;          /* AMD chains: the extent addrlib lays the mip out with,
+                                       ceil(ceil(W / bw) / 2^m) (5.6), elements */
     bool in_tail;                   /* AMD: lives in the mip tail */
     uint32_t ox, oy;                /* AMD tail origin, elements */
 };

@@ -257,9 +257,23 @@ static void gen_amd(struct t_rng *r, struct tcase *c)
         return;
     }
     if (chance(r, 60)) {
-        /* A mip chain (5.6), power-of-two extents. */
-        s->width = pow2_upto(r, 512);
-        s->height = pow2_upto(r, 512);
+        /* A mip chain (5.6): power-of-two extents, where addrlib's rounded-up mip extents and the
+         * copied rounded-down ones agree; any extents (multiples of the block give or take one
+         * often), where they differ in padding and in which mips go to the tail; BCn chains, laid
+         * out on the base rounded up to whole 4x4 blocks. */
+        unsigned k = (unsigned)t_rng_below(r, 100);
+        if (k < 30) {
+            s->width = pow2_upto(r, 512);
+            s->height = pow2_upto(r, 512);
+        } else if (k < 80 || s->amd_mode == 27) {
+            s->width = extent(r, 520, 64);
+            s->height = extent(r, 520, 32);
+        } else {
+            s->bw = s->bh = 4;
+            s->elem = chance(r, 50) ? 8 : 16;
+            s->width = extent(r, 1100, 256);
+            s->height = extent(r, 700, 128);
+        }
         s->mips = some_mips(r, s, 100);
     } else {
         s->width = extent(r, 400, 64);
@@ -806,10 +820,10 @@ static bool run_case(const struct api *api, struct tcase *c, struct t_rng *r)
 
 /* ---------------------------------------------------------------------------------------------
  * Surfaces the model does not cover: combinations the spec leaves open or marks [not covered]
- * that the library still accepts (Morton mip chains and arrays, AMD mip chains of other than
- * power-of-two extents if accepted, pitch-linear chains, block-linear 3D chains with an explicit block
- * depth, D3D/AMD block-compressed arrays). No oracle says where their bytes go, but any layout
- * must keep these properties, which are checked:
+ * that the library still accepts (Morton mip chains and arrays, pitch-linear chains,
+ * block-linear 3D chains with an explicit block depth, D3D/AMD block-compressed arrays; AMD mip
+ * chains of any extent, which the model now covers, stay drawn here too). No oracle says where
+ * their bytes go, but any layout must keep these properties, which are checked:
  *   - tiling one subresource changes only bytes inside the span vidmm_surface_subresource()
  *     reports for it;
  *   - tiling every subresource, then untiling every subresource, returns the packed linear image
@@ -1058,6 +1072,81 @@ static void run_family(const struct api *api, enum fam f)
 T_FOR_EACH_BACKEND(REF_BACKEND_TESTS)
 T_FOR_EACH_BACKEND(REF_PLAN_TESTS)
 REF_SUITE(reference_default, false, VIDMM_BACKEND_AUTO, false)
+
+/* ---------------------------------------------------------------------------------------------
+ * AMD mip chains of NPOT bases (5.6), pinned by hand rather than through the model: addrlib lays
+ * each mip out with its rounded-up extent (Gfx10Lib::GetMipSize, ShiftCeil) while the bytes
+ * copied are the API's max(1, W >> m). A library or model that took the rounded-down extent for
+ * the layout fails both cases.
+ * ------------------------------------------------------------------------------------------- */
+
+static void npot_sub(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surf, uint32_t mip,
+                     uint32_t w, uint32_t h, uint64_t off, uint64_t size)
+{
+    struct vidmm_subresource_info info;
+    memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    int rc = vidmm_surface_subresource(layout, surf, mip, 0, &info);
+    cr_expect(rc == 0 && info.width == w && info.height == h && info.tiled_offset == off && info.tiled_size == size,
+              "mip %u: rc %d, %ux%u elements at [%llu, +%llu); expected %ux%u at [%llu, +%llu)", mip, rc, info.width,
+              info.height, (unsigned long long)info.tiled_offset, (unsigned long long)info.tiled_size, w, h,
+              (unsigned long long)off, (unsigned long long)size);
+}
+
+Test(swizzle_amd_npot, addrlib_examples)
+{
+    struct ref_surf s;
+    struct ref_layout L;
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc surf;
+    uint64_t bytes = 0;
+
+    /* The example in the comment of Gfx10Lib / Gfx11Lib::HwlComputeNonBlockCompressedView: 64 KB
+     * block, 8-byte elements (block 0x80 x 0x40), API mip 0 width 0x401 pixels of BC1 = 0x101
+     * blocks, mip 1 0x200 pixels = 0x80 blocks; "the pitch for mip level 1 would be 0x100 ... due
+     * to rounding up logic in GetMipSize()". With 256 rows: mip 1 is 256 x 64 padded elements
+     * (ceil(0x101 / 2) = 0x81), 131072 B at offset 0 (smallest first, no tail: 0x81 > 64); mip 0
+     * is 384 x 64, 196608 B after it. The rounded-down extent would pad mip 1 to 128 x 64. */
+    surf_base(&s, VIDMM_TILING_AMD_GFX10);
+    s.amd_mode = 9;
+    s.bw = s.bh = 4;
+    s.elem = 8;
+    s.width = 0x401;
+    s.height = 256;
+    s.mips = 2;
+    ref_to_public(&s, &layout, &surf);
+    cr_expect_eq(vidmm_surface_tiled_size(&layout, &surf, &bytes), 0);
+    cr_expect_eq(bytes, 327680, "BC1 0x401 x 256, 2 mips: %llu tiled bytes, expected 327680", (unsigned long long)bytes);
+    npot_sub(&layout, &surf, 1, 0x80, 32, 0, 131072);
+    npot_sub(&layout, &surf, 0, 0x101, 64, 131072, 196608);
+    cr_expect(ref_prepare(&L, &s) && L.tiled_size == 327680, "the model: %llu tiled bytes",
+              (unsigned long long)L.tiled_size);
+
+    /* Which mips go to the tail [derived from ComputeSurfaceInfoMacroTiled]: 129 x 129, 4-byte
+     * elements, 64 KB block 128 x 128, tail mips at most 64 x 128. Mip 1 is 65 x 65 for addrlib,
+     * so not in the tail: an ordinary mip at offset 0 (128 x 128 padded, 65536 B), its element
+     * (0, 0) at byte 0. Its copied extent, 64 x 64, would fit the tail, where (0, 0) would lie at
+     * the origin (64, 0) of slot 11, not at byte 0. */
+    surf_base(&s, VIDMM_TILING_AMD_GFX10);
+    s.amd_mode = 9;
+    s.elem = 4;
+    s.width = s.height = 129;
+    s.mips = 2;
+    ref_to_public(&s, &layout, &surf);
+    cr_expect_eq(vidmm_surface_tiled_size(&layout, &surf, &bytes), 0);
+    cr_expect_eq(bytes, 327680, "129 x 129, 2 mips: %llu tiled bytes, expected 327680", (unsigned long long)bytes);
+    npot_sub(&layout, &surf, 1, 64, 64, 0, 65536);
+    npot_sub(&layout, &surf, 0, 129, 129, 65536, 262144);
+    unsigned char *tiled = calloc(1, (size_t)bytes);
+    cr_assert(tiled != NULL);
+    const unsigned char texel[4] = { 1, 2, 3, 4 };
+    struct vidmm_box box = { 0, 0, 0, 1, 1, 1 };
+    cr_expect_eq(vidmm_swizzle(&layout, &surf, 1, 0, &box, tiled, (size_t)bytes, texel, 4, 4, 4), 0);
+    cr_expect(memcmp(tiled, texel, 4) == 0, "mip 1 element (0, 0) is not at byte 0");
+    free(tiled);
+    cr_expect(ref_prepare(&L, &s) && !L.mip[1].in_tail && L.mip[1].off == 0 && ref_addr(&L, 1, 0, 0, 0, 0) == 0,
+              "the model puts mip 1 in the tail or elsewhere than byte 0");
+}
 
 /* ---------------------------------------------------------------------------------------------
  * The per-thread cache of resolved subresources (swizzle.c) is keyed on what the descriptors
