@@ -17,7 +17,8 @@
 #                                   swapped-out 4 MiB allocation next to fio (~4 s)
 #   tools/bench.sh -- --benchmark_min_time=0.2   any Google Benchmark flag after --
 #   --no-build (run what is built), --out DIR (where run folders go), --build-dir DIR (default
-#   build/release, the release preset's; another directory is configured Release the same way)
+#   build/release, the release preset's; another directory is configured Release the same way),
+#   --plots (also the pictures: report/ in the run's folder, below)
 #
 # Every run gets a folder of its own, DIR/<UTC date-time>-<mode>/ (DIR: build/release/bench-results/),
 # and DIR/latest points at the last one:
@@ -29,6 +30,11 @@
 #                        cannot run here are not in it, so Google Benchmark's tools/compare.py
 #                        reads two of them without stumbling on error rows
 #   summary-<mode>.json  one row per case with ratios, and the target table
+#   report/              with --plots: report.md (a table per path family) next to
+#                        throughput-<family>.svg, GB/s against size per backend and variant with
+#                        the same-run memcpy/memset and the hardware-ceiling lines (gnuplot,
+#                        installed through tools/deps.sh; tools/bench_report.sh says why). Also
+#                        for any earlier run: tools/bench_report.sh RUN/summary-<mode>.json RUN/report
 # Compare two runs' wall-clock figures with tools/bench_gate.sh OLD/summary-<mode>.json
 # NEW/summary-<mode>.json (noisy on a shared machine: reported, not a gate). The gate CI enforces
 # counts instructions instead: tools/bench_gate.sh with no argument.
@@ -44,6 +50,7 @@ filter=
 out=
 build=1
 build_dir=
+plots=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -57,6 +64,7 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || { echo "bench.sh: --build-dir needs a directory" >&2; exit 2; }; build_dir=$2; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
     --no-build) build=0 ;;
+    --plots) plots=1 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra+=("$@"); break ;;
     --benchmark_*) extra+=("$1") ;;
@@ -138,6 +146,12 @@ echo
 if grep -q 'built as DEBUG' "$run_dir/raw.log" 2>/dev/null; then
   echo "bench.sh: note: Google Benchmark's \"Library was built as DEBUG\" (raw.log) is about Debian's build of"
   echo "  Google Benchmark itself; vidmm and the timed loops are built Release and timed by the shim's clock."
+fi
+if [ "$plots" -eq 1 ] && [ -s "$run_dir/summary-$mode.json" ]; then
+  # shellcheck source=tools/bench_report.sh
+  . "$root/tools/bench_report.sh"
+  md=$(report_throughput "$run_dir/summary-$mode.json" "$run_dir/report")
+  echo "bench.sh: pictures   $md${report_no_plots:+ (no pictures: $report_no_plots)}"
 fi
 echo "bench.sh: $mode mode: build $((t1 - t0)) s, run $((t2 - t1)) s, total $((t2 - t0)) s; exit $rc"
 echo "bench.sh: report      $run_dir/report.txt (raw Google Benchmark output: raw.log)"

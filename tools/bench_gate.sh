@@ -15,13 +15,31 @@
 #                                       VIDMM_BENCH_SELFTEST_SLOWDOWN (a few percent more instructions
 #                                       in vidmm_fill32() and vidmm_evict()) must be flagged in exactly
 #                                       the rows that call them
+#   tools/bench_gate.sh --wall A B      wall-clock comparison, reported and never enforced (CI does not
+#                                       run it): A and B (git revisions, worktree, or build directories
+#                                       holding a built vidmm_bench) run interleaved in ABBA rounds, each
+#                                       case as a ratio to the same run's memcpy/memset; per row the median
+#                                       change, a bootstrap 95% interval and a verdict (faster, slower, no
+#                                       measurable change), a Markdown report and an SVG chart. Options:
+#                                       --rounds N (6), --filter REGEX, --margin PCT (3), --cmake-a ARG,
+#                                       --cmake-b ARG, --own-bench, --bench-arg ARG; see tools/bench_wall.sh
 #   tools/bench_gate.sh OLD.json NEW.json [--tolerance=0.10 ...]
 #                                       the wall-clock summaries of tools/bench.sh (bench/bench_gate.c;
 #                                       noisy, reported only: see --help of that mode with --json-help)
 # Options: --threshold PCT (default 1), --backends LIST (default: avx2,sse2,scalar, those the CPU
 # has; --selftest: the widest), --jobs N (build parallelism, default 1), --out DIR (default
 # build/gate-report or build/gate-selftest), --keep (keep the source snapshots in /tmp),
-# --accept REGEX (rows over the threshold that match are reported, not failed).
+# --accept REGEX (rows over the threshold that match are reported, not failed), --harness DIR
+# (another project's gate harness instead of bench/gate/: see "The gate in another project").
+#
+# The gate in another project (an emulator gating its own use of vidmm, README "Gating an
+# emulator's own use of vidmm"): --harness DIR names a CMake project that, like bench/gate/CMakeLists.txt, takes
+# -DVIDMM_GATE_SOURCE=<a vidmm tree>, add_subdirectory()s it and builds an executable vidmm_gate at
+# the top of its build directory that prints its row names with --list, takes --backend NAME
+# (exit 2 when it cannot run it) and --swap-dir DIR, and brackets each row with
+# CALLGRIND_ZERO_STATS, CALLGRIND_TOGGLE_COLLECT (on, then off) and CALLGRIND_DUMP_STATS_AT(row).
+# The two vidmm trees are this script's checkout (the vendored copy: a git submodule, or any git
+# clone) at --base REV and as it is; the harness is used from DIR as it is, on both sides.
 #
 # A slowdown that is the price of a fix is accepted in the commit that makes it, with a trailer
 # line naming the rows (an extended regex over "backend:path") and why, e.g.
@@ -40,7 +58,8 @@
 # nice -n 10. Results: the output directory holds counts-<build>.tsv, the table, the build and
 # Valgrind logs.
 #
-# Exit status: 0 pass; 1 a regression (or the self-test failed); 2 usage, build or run error.
+# Exit status: 0 pass; 1 a regression (or the self-test failed; --wall: a row slower); 2 usage,
+# build or run error (--wall: also runs of different modes, CPUs or backends).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -81,8 +100,28 @@ jobs=1
 out=
 keep=0
 accept=
+harness=
+wall=0
+wall_rounds=6
+wall_filter_re=
+wall_margin=3
+wall_own_bench=0
+wall_cmake_a=()
+wall_cmake_b=()
+wall_gb_args=()
+need() { [ "$1" -ge 2 ] || { echo "bench_gate.sh: $2 needs $3" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
+    --wall) [ $# -ge 3 ] || { echo "bench_gate.sh: --wall needs two sides: A B (revisions, worktree or build directories)" >&2; exit 2; }
+            wall=1; wall_a=$2; wall_b=$3; shift 2 ;;
+    --rounds) need $# "$1" "a number"; wall_rounds=$2; shift ;;
+    --filter) need $# "$1" "a regex"; wall_filter_re=$2; shift ;;
+    --margin) need $# "$1" "a percentage"; wall_margin=$2; shift ;;
+    --cmake-a) need $# "$1" "a cmake argument"; wall_cmake_a+=("$2"); shift ;;
+    --cmake-b) need $# "$1" "a cmake argument"; wall_cmake_b+=("$2"); shift ;;
+    --bench-arg) need $# "$1" "a vidmm_bench argument"; wall_gb_args+=("$2"); shift ;;
+    --own-bench) wall_own_bench=1 ;;
+    --harness) need $# "$1" "a directory"; harness=$2; shift ;;
     --selftest) selftest=1 ;;
     --base) [ $# -ge 2 ] || { echo "bench_gate.sh: --base needs a revision" >&2; exit 2; }; base=$2; shift ;;
     --base=*) base=${1#--base=} ;;
@@ -105,13 +144,36 @@ while [ $# -gt 0 ]; do
 done
 [[ $threshold =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench_gate.sh: --threshold $threshold: not a percentage" >&2; exit 2; }
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "bench_gate.sh: --jobs $jobs: not a number" >&2; exit 2; }
+if [ -n "$harness" ]; then
+  [ -f "$harness/CMakeLists.txt" ] || { echo "bench_gate.sh: --harness $harness: no CMakeLists.txt there" >&2; exit 2; }
+  [ "$selftest" -eq 0 ] || { echo "bench_gate.sh: --selftest proves vidmm's own harness; drop --harness" >&2; exit 2; }
+  harness=$(cd "$harness" && pwd)
+fi
+if [ "$wall" -eq 1 ]; then
+  if [ "$selftest" -eq 1 ] || [ -n "$base" ] || [ -n "$harness" ]; then
+    echo "bench_gate.sh: --wall goes without --selftest, --base and --harness" >&2
+    exit 2
+  fi
+  [[ $wall_rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench_gate.sh: --rounds $wall_rounds: not a number" >&2; exit 2; }
+  [[ $wall_margin =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench_gate.sh: --margin $wall_margin: not a percentage" >&2; exit 2; }
+elif [ -n "$wall_filter_re" ] || [ "$wall_own_bench" -eq 1 ] || [ ${#wall_cmake_a[@]} -gt 0 ] ||
+     [ ${#wall_cmake_b[@]} -gt 0 ] || [ ${#wall_gb_args[@]} -gt 0 ]; then
+  echo "bench_gate.sh: --filter, --own-bench, --cmake-a/-b and --bench-arg go with --wall" >&2
+  exit 2
+fi
 
 # shellcheck source=tools/deps.sh
 . "$root/tools/deps.sh"
-vidmm_deps "${VIDMM_DEB_PACKAGES_VALGRIND[@]}"
+if [ "$wall" -eq 1 ]; then
+  vidmm_deps   # the build's packages (Google Benchmark); gnuplot when the report draws
+else
+  vidmm_deps "${VIDMM_DEB_PACKAGES_VALGRIND[@]}"
+fi
 
 t_start=$(date +%s)
-if [ "$selftest" -eq 1 ]; then
+if [ "$wall" -eq 1 ]; then
+  out=${out:-$root/build/wall-report}
+elif [ "$selftest" -eq 1 ]; then
   out=${out:-$root/build/gate-selftest}
 else
   out=${out:-$root/build/gate-report}
@@ -157,6 +219,19 @@ snapshot_rev() {
   git -C "$root" archive --format=tar "$1" | tar -xf - -C "$2"
 }
 
+if [ "$wall" -eq 1 ]; then
+  # shellcheck source=tools/bench_report.sh
+  . "$root/tools/bench_report.sh"
+  # shellcheck source=tools/bench_wall.sh
+  . "$root/tools/bench_wall.sh"
+  wall_filter_re=${wall_filter_re:-$wall_filter}
+  set +e
+  (set -e; wall_main)
+  st=$?
+  set -e
+  exit "$st"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # Builds and runs.
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +246,7 @@ build() {
   t0=$(date +%s)
   set +e
   {
-    nice -n 10 cmake -S "$tmp/new/bench/gate" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DVIDMM_GATE_SOURCE="$src" "$@" &&
+    nice -n 10 cmake -S "${harness:-$tmp/new/bench/gate}" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DVIDMM_GATE_SOURCE="$src" "$@" &&
       nice -n 10 cmake --build "$dir" -j"$jobs"
   } >"$log" 2>&1
   st=$?

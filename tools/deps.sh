@@ -12,6 +12,10 @@ VIDMM_DEB_PACKAGES=(cmake make gcc g++ pkg-config libcriterion-dev libbenchmark-
 VIDMM_DEB_PACKAGES_VALGRIND=(valgrind)
 # shellcheck disable=SC2034
 VIDMM_DEB_PACKAGES_FUZZ=(clang libclang-rt-14-dev llvm-14)
+# The pictures of tools/bench.sh --plots and tools/bench_gate.sh --wall (tools/bench_report.sh says
+# why gnuplot): the build without X, whose SVG terminal is built in.
+# shellcheck disable=SC2034
+VIDMM_DEB_PACKAGES_PLOT=(gnuplot-nox)
 
 # vidmm_deps [package...]: the common packages and the ones named.
 vidmm_deps() {

@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: MIT
+# tools/bench_wall.sh - tools/bench_gate.sh --wall A B: the wall-clock comparison of two builds,
+# reported, never enforced (CI does not run it: on this shared 2-core machine wall time moves by
+# 4-20% from run to run; the instruction-count gate is what CI enforces). Sourced by
+# tools/bench_gate.sh after its option parsing, with its snapshot functions and $tmp, $out,
+# $jobs, $root defined; not run on its own.
+#
+# A and B are each
+#   - a git revision (HEAD, main, a tag, a hash): its committed tree, copied out with git archive;
+#   - worktree (or .): the work tree as git sees it;
+#   - a build directory that holds a built vidmm_bench (build/release, or build/wall-a of an
+#     earlier --wall): used as it is, nothing is built - how the same two builds are compared
+#     many times over.
+# Revisions are built in build/wall-a and build/wall-b (fresh, Release, nice -n 10, -j$jobs)
+# through bench/gate/CMakeLists.txt with VIDMM_GATE_WALL=ON: the revision vendored with
+# add_subdirectory(), as the gate builds it, its vidmm_bench built with the static library. The
+# work tree's bench/ is copied over each revision's first (the same cases and the same timing
+# code on both sides, as the gate's rows always come from the work tree); --own-bench keeps each
+# revision's own bench/ (needed when the work tree's bench/ uses API the revision lacks).
+# --cmake-a ARG / --cmake-b ARG add a cmake argument to one side's build (repeatable), e.g.
+# --cmake-b -DVIDMM_BENCH_SELFTEST_SLOWDOWN=WALL, the check that a 10% slowdown is seen.
+#
+# Rounds: --rounds N (default 6) rounds, alternately A B B A and B A A B, one vidmm_bench run each
+# (quick mode with 15 repetitions of 0.02 s, cases matching --filter, default wall_filter below),
+# all in one session. Each run
+# gives every case's best repetition divided by the best repetition of the memcpy (memset for
+# fills) of the same bytes in the same run - the ratio bench.sh reports, which cancels what the
+# machine does between runs. A round's figure per row is log(A's ratio) - log(B's ratio), both runs
+# of each side averaged: ABBA cancels a linear drift within the round, and alternating the order
+# cancels a first-run or last-run effect. Per row: the median over rounds (as a change of B's time
+# against A's, positive = slower), a 95% interval from 4000 bootstrap resamples of the rounds
+# (fixed seed: the same figures give the same interval), and the verdict - slower or faster when
+# the whole interval lies beyond +-margin (--margin PCT, default 3), else no measurable change.
+#
+# It refuses (exit 2) to compare runs whose mode, CPU model, CPU features or active backend
+# differ (the summary JSON's context): a build that chose another backend measures another code.
+# Results in --out DIR (default build/wall-report): runs/ (every run's summary and raw log),
+# samples.tsv, wall-table.tsv, table.txt, report.md and wall-change.svg.
+# Exit status: 0 no row slower; 1 a row slower (a report: CI does not run this); 2 usage, build
+# or run error, or runs that cannot be compared.
+
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # tmp, root, jobs, wall_* are set by tools/bench_gate.sh, which sources this
+
+# The default rows: the public fill at 256 KiB and 4 MiB (vidmm_fill32(), which the WALL slowdown
+# slows) and four 4 MiB swizzle rows that nothing slows - ~4.5 s a run, ~2 min for 6 rounds.
+# shellcheck disable=SC2034  # read by tools/bench_gate.sh
+wall_filter='^fill/auto/auto/(262144|4194304)$|^(de)?swizzle/(bl|intel_y)_e4/auto/4194304$'
+
+# Each run: 15 repetitions of 0.02 s (quick mode's are 5 of 0.05 s), so that each side's best
+# repetition and its reference's survive a busy moment of a shared machine: per-run ratios of the
+# default rows spread by ~±4% instead of ~±8% here (4 runs each way, 2026-11-26). --bench-arg
+# flags come after these and win.
+wall_default_gb=(--benchmark_repetitions=15 --benchmark_min_time=0.02)
+
+wall_die() { echo "bench_gate.sh --wall: $*" >&2; exit 2; }
+wsay() { echo "=== bench_gate --wall: $*"; }
+
+# wall_bin DIR: the vidmm_bench of a build directory, or nothing.
+wall_bin() {
+  local d=$1 c
+  for c in "$d/bench/vidmm_bench" "$d/vidmm/bench/vidmm_bench" "$d/vidmm_bench"; do
+    if [ -f "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
+  done
+  return 1
+}
+
+# wall_side NAME SPEC CMAKE_ARGS...: sets wall_bin_NAME and wall_label_NAME, building when SPEC is
+# a revision or the work tree.
+wall_side() {
+  local name=$1 spec=$2 src dir log bin rev t0 st
+  shift 2
+  if [ -d "$spec" ] && bin=$(wall_bin "$spec"); then
+    [ $# -eq 0 ] || wall_die "--cmake-$name applies to a revision, not to the build directory $spec"
+    printf -v "wall_bin_$name" '%s' "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+    printf -v "wall_label_$name" '%s' "build directory $spec ($bin)"
+    return 0
+  fi
+  if [ -d "$spec" ] && [ "$spec" != . ]; then
+    wall_die "$spec: a directory without a built vidmm_bench (bench/vidmm_bench)"
+  fi
+  if [ "$spec" = worktree ] || [ "$spec" = . ]; then
+    src="$tmp/new"
+    printf -v "wall_label_$name" '%s' "the work tree$wall_dirty"
+  else
+    [ "$in_git" -eq 1 ] || wall_die "$spec: not a build directory, and this is not a git checkout"
+    rev=$(git -C "$root" rev-parse --verify -q "$spec^{commit}") || wall_die "$spec: no such revision or build directory"
+    src="$tmp/side-$name"
+    snapshot_rev "$rev" "$src"
+    if [ "$wall_own_bench" -eq 0 ]; then
+      rm -rf "$src/bench"
+      cp -a "$tmp/new/bench" "$src/bench"
+    fi
+    printf -v "wall_label_$name" '%s' "$spec = $(git -C "$root" log -1 --format='%h %s' "$rev" | cut -c1-90)"
+  fi
+  dir="$root/build/wall-$name"
+  log="$out/build-$name.log"
+  rm -rf "$dir"
+  t0=$(date +%s)
+  set +e
+  {
+    nice -n 10 cmake -S "$tmp/new/bench/gate" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DVIDMM_GATE_SOURCE="$src" \
+      -DVIDMM_GATE_WALL=ON "$@" &&
+      nice -n 10 cmake --build "$dir" --target vidmm_bench -j"$jobs"
+  } >"$log" 2>&1
+  st=$?
+  set -e
+  if [ "$st" -ne 0 ]; then
+    echo "bench_gate.sh --wall: building $name ($spec) failed; the end of $log:" >&2
+    tail -n 30 "$log" >&2
+    [ "$wall_own_bench" -eq 0 ] &&
+      echo "bench_gate.sh --wall: the work tree's bench/ may use API $spec lacks: try --own-bench" >&2
+    exit 2
+  fi
+  bin=$(wall_bin "$dir") || wall_die "$dir: no vidmm_bench after the build (see $log)"
+  printf -v "wall_bin_$name" '%s' "$bin"
+  local extra=
+  [ $# -gt 0 ] && extra=" with $*"
+  local lv="wall_label_$name"
+  printf -v "wall_label_$name" '%s' "${!lv}$extra (built in $dir)"
+  wsay "built $name in $(($(date +%s) - t0)) s ($dir)"
+}
+
+# wall_context SUMMARY: the fields that must agree between runs, one line.
+wall_context() {
+  awk '
+    /^  "context": \{/ { c = 1; next }
+    c && /^  \}/ { exit }
+    c && /^    "(mode|cpu_vendor|cpu_model|cpu_features_usable|backend)": / {
+      line = $0; sub(/^ +/, "", line); sub(/,$/, "", line); s = s (s == "" ? "" : "; ") line }
+    END { print s }' "$1"
+}
+
+# wall_run ROUND POS SIDE: one run of SIDE's vidmm_bench; appends its rows to samples.tsv.
+wall_run() {
+  local r=$1 pos=$2 side=$3 bin d ctx st
+  local bv="wall_bin_$side"
+  bin=${!bv}
+  d="$out/runs/r$r-$pos-$side"
+  mkdir -p "$d"
+  set +e
+  (cd "$d" && "$bin" --vbench_mode=quick --vbench_filter="$wall_filter_re" --vbench_out_dir="$d" \
+     --vbench_commit="wall-$side" --vbench_raw_log="$d/raw.log" "${wall_default_gb[@]}" "${wall_gb_args[@]}" >"$d/report.txt" 2>&1)
+  st=$?
+  set -e
+  [ "$st" -eq 0 ] || wall_die "run $r.$pos ($side: $bin) exited $st; see $d/report.txt"
+  [ -s "$d/summary-quick.json" ] || wall_die "run $r.$pos ($side) wrote no summary; see $d/report.txt"
+  ctx=$(wall_context "$d/summary-quick.json")
+  if [ -z "$wall_ctx" ]; then
+    wall_ctx=$ctx
+    wall_ctx_from="run $r.$pos ($side)"
+  elif [ "$ctx" != "$wall_ctx" ]; then
+    echo "bench_gate.sh --wall: refusing to compare runs of different modes, CPUs or backends:" >&2
+    echo "  $wall_ctx_from: $wall_ctx" >&2
+    echo "  run $r.$pos ($side): $ctx" >&2
+    exit 2
+  fi
+  summary_cases "$d/summary-quick.json" |
+    awk -F'\t' -v r="$r" -v p="$pos" -v s="$side" '$9 != "" { print r "\t" p "\t" s "\t" $1 "\t" $9 "\t" $7 }' \
+      >>"$out/samples.tsv"
+}
+
+# wall_stats: samples.tsv -> wall-table.tsv (rows slower first, then faster, then the others; by
+# name within each).
+wall_stats() {
+  awk -F'\t' -v margin="$wall_margin" -v boots=4000 '
+    function median(v, n,   i, j, t, w) {
+      for (i = 1; i <= n; i++) w[i] = v[i]
+      for (i = 2; i <= n; i++) { t = w[i]; for (j = i - 1; j >= 1 && w[j] > t; j--) w[j + 1] = w[j]; w[j + 1] = t }
+      return n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+    }
+    function pct(x) { return (exp(x) - 1) * 100 }
+    {
+      k = $4 SUBSEP $1; ref[$4] = $6
+      if ($3 == "a") { sa[k] += log($5); na[k]++ } else { sb[k] += log($5); nb[k]++ }
+      rows[$4] = 1; rounds[$1] = 1
+      if ($3 == "a") { ga[$4] += log($5); gna[$4]++ } else { gb[$4] += log($5); gnb[$4]++ }
+    }
+    END {
+      srand(20261126)
+      for (row in rows) {
+        n = 0
+        for (r in rounds) {
+          k = row SUBSEP r
+          if (na[k] > 0 && nb[k] > 0) d[++n] = sa[k] / na[k] - sb[k] / nb[k]  # log(A/B) of ratios: + = B slower
+        }
+        if (n == 0) continue
+        m = median(d, n)
+        for (b = 1; b <= boots; b++) {
+          for (i = 1; i <= n; i++) x[i] = d[int(rand() * n) + 1]
+          bm[b] = median(x, n)
+        }
+        # percentiles of the bootstrap medians (sorted once, in place)
+        for (i = 2; i <= boots; i++) { t = bm[i]; for (j = i - 1; j >= 1 && bm[j] > t; j--) bm[j + 1] = bm[j]; bm[j + 1] = t }
+        lo = bm[int(0.025 * boots) + 1]; hi = bm[int(0.975 * boots)]
+        v = pct(lo) > margin ? "slower" : pct(hi) < -margin ? "faster" : "no measurable change"
+        o = v == "slower" ? 0 : v == "faster" ? 1 : 2
+        printf "%d\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%.4f\t%.4f\t%s\n", o, row, n, pct(m), pct(lo), pct(hi), v,
+               exp(ga[row] / gna[row]), exp(gb[row] / gnb[row]), ref[row]
+        delete d
+      }
+    }' "$out/samples.tsv" | LC_ALL=C sort -t"$(printf '\t')" -k1,1n -k2,2 | cut -f2- >"$out/wall-table.body"
+  {
+    echo "# $wall_nrounds ABBA rounds ($((wall_nrounds * 2)) runs a side), cases matching '$wall_filter_re'; verdict margin ±$wall_margin%"
+    echo "# context of every run: $wall_ctx"
+    cat "$out/wall-table.body"
+  } >"$out/wall-table.tsv"
+  rm -f "$out/wall-table.body"
+}
+
+wall_main() {
+  local t_start pos r order i side
+  t_start=$(date +%s)
+  out=$(cd "$out" && pwd)   # the runs work in their own folders
+  in_git=0
+  git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1 && in_git=1
+  wall_dirty=
+  [ "$in_git" -eq 1 ] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null && wall_dirty=" (uncommitted changes included)"
+  # The harness (bench/gate/) and, unless --own-bench, the cases come from the work tree.
+  snapshot_worktree "$tmp/new"
+  wall_side a "$wall_a" "${wall_cmake_a[@]}"
+  wall_side b "$wall_b" "${wall_cmake_b[@]}"
+  wsay "A: $wall_label_a"
+  wsay "B: $wall_label_b"
+  : >"$out/samples.tsv"
+  wall_ctx=
+  wall_nrounds=$wall_rounds
+  for ((r = 1; r <= wall_rounds; r++)); do
+    if [ $((r % 2)) -eq 1 ]; then order="a b b a"; else order="b a a b"; fi
+    pos=0
+    for side in $order; do
+      pos=$((pos + 1))
+      wall_run "$r" "$pos" "$side"
+    done
+    wsay "round $r/$wall_rounds ($(echo "$order" | tr 'ab' 'AB' | tr -d ' ')) done, $(($(date +%s) - t_start)) s"
+  done
+  wall_stats
+  {
+    echo "# B against A, wall clock: change of time per call, each side ÷ the same run's memcpy/memset"
+    echo "# A: $wall_label_a"
+    echo "# B: $wall_label_b"
+    sed -n 's/^# /# /p' "$out/wall-table.tsv"
+    printf '%-44s %6s %9s %21s  %-22s %8s %8s\n' "row" "rounds" "change" "95% interval" "verdict" "A÷ref" "B÷ref"
+    awk -F'\t' '!/^#/ { printf "%-44s %6d %+8.2f%% [%+8.2f%%, %+8.2f%%]  %-22s %8.3f %8.3f\n", $1, $2, $3, $4, $5, $6, $7, $8 }' \
+      "$out/wall-table.tsv"
+  } | tee "$out/table.txt"
+  local md
+  md=$(report_wall "$out/wall-table.tsv" "$out" "$wall_label_a" "$wall_label_b" "$wall_margin")
+  local nslow nfast
+  nslow=$(awk -F'\t' '!/^#/ && $6 == "slower"' "$out/wall-table.tsv" | wc -l)
+  nfast=$(awk -F'\t' '!/^#/ && $6 == "faster"' "$out/wall-table.tsv" | wc -l)
+  echo
+  wsay "$nslow row(s) slower, $nfast faster, the others no measurable change ($(($(date +%s) - t_start)) s;" \
+       "report $md${report_no_plots:+ - no chart: $report_no_plots})"
+  echo "Wall clock on a shared machine: a report, not a gate (tools/bench_gate.sh without --wall is the gate)."
+  [ "$nslow" -eq 0 ]
+}
