@@ -24,6 +24,68 @@
 
 VIDMM_BEGIN_DECLS
 
+/* ---------------------------------------------------------------------------------------------
+ * Thread safety (the contract of every call below).
+ *
+ * Every call may be made from any thread, concurrently with any other call on the same device,
+ * except vidmm_device_destroy(): it is the device's last call and runs alone (no call on the
+ * device may be running or start; the pointers the device handed out become invalid).
+ * vidmm_device_create() touches no shared state. Concurrent calls on the same allocation take
+ * effect one after the other, in an order the engine picks (two unlocks of an allocation
+ * locked once: one unlocks it, the other is refused as "not locked"). The engine does not
+ * order the caller's own accesses to memory it handed out (lock pointers, vidmm_residency.cpu)
+ * beyond the lock and fence rules: the caller does.
+ *
+ * One mutex per device guards the bookkeeping. It is released whenever a call waits (for the
+ * GPU, for paging, for disk I/O) and, in vidmm_lock(), vidmm_lock_region() and vidmm_unlock(),
+ * while a swizzling range's view is untiled or tiled back (issue 16), so that a thread
+ * converting a large surface holds up no call on another allocation. Paging operations run on
+ * the paging threads (paging_threads 0: on the thread of a call waiting for them) without the
+ * mutex; the driver's paging callback is called there, one operation at a time. The driver's
+ * swizzling-range and cache callbacks are called with the mutex held and must not call back
+ * into the device. A lazy range view's page faults are served by a thread of the view: any
+ * thread may touch the view while the lock lasts.
+ *
+ * Call by call, what it may wait for (the device mutex aside, which is held for bookkeeping
+ * only unless said otherwise):
+ *   vidmm_device_create()        nothing.
+ *   vidmm_device_destroy()       the paging operation running now; the paging threads' exit.
+ *   vidmm_device_remove()        a lock or unlock converting an allocation's bytes on another
+ *                                thread (its lock then ends like every other).
+ *   vidmm_alloc_create(), vidmm_alloc_query(), vidmm_set_priority(), vidmm_fence_signal(),
+ *   vidmm_fence_completed(), vidmm_paging_fence_completed(), vidmm_paging_log_read(),
+ *   vidmm_get_stats()            nothing (vidmm_fence_signal() wakes the calls waiting).
+ *   vidmm_alloc_destroy()        paging queued for it (which may wait for the GPU), its disk
+ *                                I/O, and other threads' calls placing, locking or converting it.
+ *   vidmm_make_resident(), vidmm_submit()
+ *                                the paging they cause (which may wait for the GPU: DONOT_WAIT
+ *                                and wait_timeout_ns bound that), disk read-backs, and a lock or
+ *                                unlock converting a listed allocation on another thread - never
+ *                                a conversion of an allocation not listed.
+ *   vidmm_make_resident_async()  nothing: it starts the reads.
+ *   vidmm_paging_fence_wait(), vidmm_fence_wait()
+ *                                their fence (or the timeout).
+ *   vidmm_trim_to_budget()       with 'wait', the write-outs in flight.
+ *   vidmm_evict()                the paging of the evictions it made; an allocation locked,
+ *                                converting or held by another call is refused (VIDMM_E_BUSY).
+ *   vidmm_gpu_access()           a lock or unlock converting that allocation, its queued paging,
+ *                                its disk read-back; the 'n' bytes are then copied with the
+ *                                device mutex held (meant for small accesses).
+ *   vidmm_lock(), vidmm_lock_region()
+ *                                the GPU (unless DONOT_WAIT / IGNORE_SYNC say otherwise), the
+ *                                paging of its placement or eviction, a disk read-back. A range
+ *                                view is untiled (or a lazy view armed) with the mutex released;
+ *                                meanwhile the allocation counts as range-locked: another lock
+ *                                of it is refused (spec 6.3 rule 8), an unlock, submission or
+ *                                vidmm_gpu_access() of it waits, no eviction takes it.
+ *   vidmm_unlock()               a lock or unlock converting a listed allocation on another
+ *                                thread; then it tiles back what was written through its range
+ *                                views (and drops lazy views' pages) with the mutex released, the
+ *                                allocations held as above; PermanentSysMem copy-backs are
+ *                                paging operations, waited for unless the GPU still uses them.
+ *   vidmm_invalidate_cache()     nothing; the cache maintenance runs with the mutex held.
+ * ------------------------------------------------------------------------------------------- */
+
 typedef struct vidmm_device vidmm_device;
 
 /* An allocation handle (a D3DKMT_HANDLE). 0 is never a valid handle. Each rename instance of
@@ -88,7 +150,9 @@ enum vidmm_paging_type {
     VIDMM_PAGING_WRITE_PHYSICAL = 4,
     VIDMM_PAGING_MAP_APERTURE_SEGMENT = 5,
     VIDMM_PAGING_UNMAP_APERTURE_SEGMENT = 6,
-    VIDMM_PAGING_SPECIAL_LOCK_TRANSFER = 7
+    VIDMM_PAGING_SPECIAL_LOCK_TRANSFER = 7,
+    VIDMM_PAGING_UPDATE_PAGE_TABLE = 11     /* WDDM2 devices: GPU VA page-table entries (wddm2.h
+                                               says how the record's fields are used) */
 };
 
 /* DXGK_TRANSFERFLAGS (spec 9.4) in vidmm_paging_op.flags of a TRANSFER / SPECIAL_LOCK_TRANSFER;
@@ -189,6 +253,10 @@ struct vidmm_driver {
                                               full userfaultfd with WP_ASYNC (Linux 6.7), or
                                               VIDMM_LAZY=off, the eager view is used instead.
                                               The view must not be touched after the unlock. */
+#define VIDMM_DEVICE_WDDM2           0x8u  /* the WDDM 2.x model (include/vidmm/wddm2.h): GPU
+                                              VAs, residency lists, budgets; WDDM1-only
+                                              mechanisms refused. Needs swizzling_ranges 0 and
+                                              at most 30 segments. */
 
 /* Memory tiers behind memory segments, best first (statistics say which was obtained). */
 enum vidmm_memory_tier {
@@ -543,11 +611,53 @@ struct vidmm_lock_args {
  * VIDMM_E_DEVICE_REMOVED. Blocks while the allocation is busy unless told not to. */
 VIDMM_API int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args);
 
+/* Narrow locks (issue 16): a swizzling-range lock of part of a SWIZZLED allocation - one mip
+ * level, one array layer, one subresource, or a box of one subresource - untiles only that
+ * part, and its unlock tiles back only what the CPU wrote inside it. The view is laid out as
+ * the whole-allocation lock's (the packed linear surface: layer 0 mips 0..M-1, layer 1 ...);
+ * 'args->data' points at the part's first element and the pitches below step through it.
+ * Bytes of the view outside the part are unspecified (not the surface's) and writes to them
+ * are not tiled back. */
+#define VIDMM_LOCK_REGION_ALL   UINT32_MAX  /* as 'mip' / 'layer': every mip / every layer */
+#define VIDMM_LOCK_REGION_BOX   0x1u        /* 'box' selects a box of subresource (mip, layer) */
+
+struct vidmm_lock_region {
+    size_t size_of;              /* sizeof(struct vidmm_lock_region), set by the caller */
+    uint32_t flags;              /* VIDMM_LOCK_REGION_* */
+    uint32_t mip;                /* a mip level, or VIDMM_LOCK_REGION_ALL */
+    uint32_t layer;              /* an array layer (0 for 3D), or VIDMM_LOCK_REGION_ALL */
+    struct vidmm_box box;        /* VIDMM_LOCK_REGION_BOX: elements (blocks for compressed
+                                    formats; bytes for the Intel tilings) of the subresource */
+    /* out, on success */
+    uint64_t offset;             /* where 'args->data' is in the packed linear surface */
+    uint64_t row_pitch;          /* bytes from a row of the first selected subresource to the next */
+    uint64_t slice_pitch;        /* bytes from a slice (3D) to the next */
+    uint64_t layer_pitch;        /* bytes from a mip of one layer to the same mip of the next */
+};
+/* Every mip of every layer, no box (the whole allocation): set mip, layer or the box from here. */
+#define VIDMM_LOCK_REGION_INIT { sizeof(struct vidmm_lock_region), 0, VIDMM_LOCK_REGION_ALL,         \
+                                 VIDMM_LOCK_REGION_ALL, { 0, 0, 0, 0, 0, 0 }, 0, 0, 0, 0 }
+
+/* vidmm_lock_region() is vidmm_lock() of the part of the allocation 'region' names (a narrow
+ * lock). 'args->flags' must include ACQUIRE_APERTURE (a narrow lock is a swizzling-range lock),
+ * and neither USE_ALTERNATE_VA nor LOCK_ENTIRE nor a page list. mip = layer =
+ * VIDMM_LOCK_REGION_ALL without a box is the whole allocation. Where no range can be had and the allocation is
+ * evicted unswizzled instead (spec 8.2), or it already was, the whole allocation is converted
+ * by that one UNSWIZZLE transfer (its system-memory copy is linear or tiled as a whole, spec
+ * 8.1) and 'args->data' points at the part in it. A range lock, narrow or not, issues no
+ * paging operation: only the part is converted, by the engine, as the range's hardware would.
+ * Returns as vidmm_lock(); VIDMM_E_INVALID_ARG besides (logged with the rule, nothing
+ * changed) for: a NULL 'region', 'size_of' too small, unknown region flags, an allocation not
+ * SWIZZLED (no tiling layout), a lock without ACQUIRE_APERTURE or with USE_ALTERNATE_VA,
+ * LOCK_ENTIRE or a page list, a mip or layer out of range, a box with VIDMM_LOCK_REGION_ALL,
+ * an empty box, a box outside the subresource. */
+VIDMM_API int vidmm_lock_region(vidmm_device *dev, struct vidmm_lock_args *args, struct vidmm_lock_region *region);
+
 /* vidmm_unlock() unlocks 'count' allocations (D3DDDICB_UNLOCK): a swizzled range's view is
- * tiled back unless the lock was READ_ONLY; a PermanentSysMem allocation resident in a segment
- * gets the listed (or all) pages transferred back - done, and in the paging log, when the call
- * returns, unless the GPU still uses the allocation (the transfer then waits for the GPU, the
- * unlock does not). Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
+ * tiled back unless the lock was READ_ONLY (what was written; a narrow lock's part only); a
+ * PermanentSysMem allocation resident in a segment gets the listed (or all) pages transferred
+ * back - done, and in the paging log, when the call returns, unless the GPU still uses the
+ * allocation (the transfer then waits for the GPU, the unlock does not). Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
  * nothing unlocked), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles);
 
@@ -580,7 +690,8 @@ struct vidmm_stats {
     uint64_t allocations;        /* live allocations (instances) */
     uint64_t sysmem_used;        /* bytes of backing stores in memory */
     uint64_t submissions, locks, renames;
-    uint64_t paging_ops[8];      /* by enum vidmm_paging_type */
+    uint64_t paging_ops[8];      /* by enum vidmm_paging_type, types 0-7 (UPDATE_PAGE_TABLE is
+                                    counted in the paging log only) */
     uint64_t bytes_paged_in;     /* into segments (transfers and fills) */
     uint64_t bytes_paged_out;    /* out of segments */
     uint64_t evictions;

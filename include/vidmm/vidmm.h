@@ -9,5 +9,6 @@
 #include "swizzle.h"
 #include "device.h"
 #include "writewatch.h"
+#include "wddm2.h"
 
 #endif /* VIDMM_VIDMM_H */

@@ -52,20 +52,30 @@ static const struct err_row *row_of(int err)
     return &err_rows[-err];
 }
 
+/* VIDMM_PENDING (include/vidmm/wddm2.h): the one positive status, success with paging still in
+ * flight - STATUS_PENDING (0x103, a success code) / E_PENDING (spec 12, 13). */
+#define ERR_PENDING 1
+
 const char *vidmm_strerror(int err)
 {
+    if (err == ERR_PENDING)
+        return "pending (paging in flight)";
     const struct err_row *r = row_of(err);
     return r ? r->msg : "unknown error";
 }
 
 uint32_t vidmm_error_to_ntstatus(int err)
 {
+    if (err == ERR_PENDING)
+        return 0x00000103u; /* STATUS_PENDING */
     const struct err_row *r = row_of(err);
     return r ? r->ntstatus : 0xC000000Du;
 }
 
 uint32_t vidmm_error_to_hresult(int err)
 {
+    if (err == ERR_PENDING)
+        return 0x8000000Au; /* E_PENDING */
     const struct err_row *r = row_of(err);
     return r ? r->hresult : 0x80070057u;
 }

@@ -105,6 +105,8 @@ static int check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d
     if (d->priority == 0)
         return REFUSE("priority", "0", "15.2");
     int err = check_flags(dev, d->flags, d->kind);
+    if (!err)
+        err = vm_w2_check_alloc(dev, d); /* WDDM2 hook: renaming, USE_ALTERNATE_VA (residency.c) */
     if (err)
         return err;
     const uint32_t supported = d->supported_read_set | d->supported_write_set;
@@ -257,6 +259,7 @@ void vm_set_where(vidmm_device *dev, struct vm_alloc *a, uint32_t where)
             a->in_sysmem = true;
     }
     a->where = where;
+    vm_w2_placed(dev, a); /* WDDM2 hook: page-table entries follow the placement (gpuva.c) */
 }
 
 void vm_sysmem_unlist(vidmm_device *dev, struct vm_alloc *a)
@@ -337,6 +340,8 @@ void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
     vm_swap_forget(dev, a);
     vm_locks_drop(dev, a);
     vm_range_release_alloc(dev, a);
+    vm_w2_alloc_free(dev, a); /* WDDM2 hook: its VA mappings and residency references go first */
+    vm_offer_forget(dev, a);  /* offer hook: off the offered lists (offer.c) */
     vm_unplace(dev, a);
     vm_sysmem_unlist(dev, a); /* after vm_unplace(), which may list it */
     vm_backing_release(dev, a);

@@ -82,8 +82,12 @@ static int check_desc(const struct vidmm_device_desc *d)
         return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
     if (!d->segments || d->segment_count == 0 || d->segment_count > VIDMM_MAX_SEGMENTS)
         return REFUSE("segment_count", "no segment table, or not in 1..31", "15.1");
-    if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING | VIDMM_DEVICE_LAZY_RANGES))
+    if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING | VIDMM_DEVICE_LAZY_RANGES |
+                     VIDMM_DEVICE_WDDM2))
         return REFUSE("flags", "unknown bits", "device.h");
+    int w2err = vm_w2_check_desc(d); /* WDDM2 hook: the WDDM2 mode's rules (residency.c) */
+    if (w2err)
+        return w2err;
     if (d->paging_threads > VM_MAX_THREADS)
         return REFUSE("paging_threads", "above 64", "device.h");
     if (d->swizzling_ranges > VM_MAX_RANGES)
@@ -171,6 +175,7 @@ static void device_free(vidmm_device *dev)
         free(dev->ranges[i].view), free(dev->ranges[i].snap);
     }
     free(dev->sysmem.buckets);
+    vm_w2_fini(dev); /* WDDM2 hook: VA spaces and process budgets (residency.c) */
     if (dev->arena.base)
         vmos_arena_destroy(&dev->arena);
     vmr_destroy(&dev->arena_space);
@@ -203,6 +208,7 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     pthread_cond_init(&dev->io_cv, NULL);
     pthread_mutex_init(&dev->range_cb_mu, NULL);
     dev->flags = desc->flags;
+    vm_w2_init(dev, desc); /* WDDM2 hook (residency.c) */
     dev->wait_timeout_ns = DESC_HAS(desc, wait_timeout_ns) ? desc->wait_timeout_ns : 0;
     dev->aperture_commit_limit = desc->aperture_commit_limit;
     if (desc->driver) {
@@ -217,6 +223,8 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
      * VIDMM_RANGE_DIRTY=snapshot forces the snapshot (tests, and a way out). */
     const char *rd = getenv("VIDMM_RANGE_DIRTY");
     dev->range_watch = !(rd != NULL && strcmp(rd, "snapshot") == 0);
+    /* Issue 16: VIDMM_RANGE_DIRTY=watch watches small narrow parts too (lock.c; tests). */
+    dev->range_watch_small = rd != NULL && strcmp(rd, "watch") == 0;
     const char *lz = getenv("VIDMM_LAZY");
     dev->lazy_ranges = (desc->flags & VIDMM_DEVICE_LAZY_RANGES) && !(lz != NULL && strcmp(lz, "off") == 0);
     dev->st.size_of = sizeof dev->st;

@@ -8,7 +8,8 @@
  * the waiting caller when there are none). FIFO execution is what keeps content safe: a
  * transfer out of a range always runs before a transfer into the same range planned later.
  * Whoever needs an allocation's bytes waits until paging has passed its last operation
- * (vm_alloc.paging_fence). */
+ * (vm_alloc.paging_fence). Range locks and unlocks convert a view's bytes with the mutex
+ * released too, the allocation marked 'converting' meanwhile (lock.c says the protocol). */
 #ifndef VIDMM_LIB_ENGINE_ENGINE_H
 #define VIDMM_LIB_ENGINE_ENGINE_H
 
@@ -23,6 +24,8 @@
 #include "engine/rangeset.h"
 #include "engine/os/os.h"
 #include "engine/io/io.h"
+#include "engine/wddm2.h"     /* WDDM2 hook: the WDDM2 model's state (gpuva.c, residency.c) */
+#include "engine/offer.h"     /* offer hook: offer / reclaim and power-transition state (offer.c, power.c) */
 
 #define VM_MAX_RANGES 64u
 #define VM_SWAP_BATCH 64u           /* disk I/O requests started per call at most */
@@ -131,12 +134,30 @@ struct vm_alloc {
     bool dying;
     struct vmio_req req;
     bool gpu_wrote;             /* Cached, GPU wrote it there: invalidate before CPU use */
+    struct vm_w2_alloc w2;      /* WDDM2 hook: residency references, GPU VA mappings (wddm2.h) */
+    struct vm_offer_alloc offer; /* offer hook: offered, and what a reclaim will report (offer.h) */
     struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
     uint32_t bucket_prio;       /* the bucket it is in */
     bool in_bucket;
     bool in_sysmem;             /* in dev->sysmem's lists */
     bool sub_write;             /* scratch of the call checking a list */
     uint32_t sub_count;
+    /* Issue 16, lock.c: a lock or unlock of it is in progress with the device mutex released
+     * (a range view being untiled or tiled back: this allocation's, or another's of the same
+     * unlock list). Set and cleared under the mutex, always with 'hold' raised and the lock
+     * counted (lock_count): nothing evicts, moves or destroys it meanwhile; another unlock, a
+     * submission and vidmm_gpu_access() wait (paging_cv, convert_waiters); another range lock
+     * is refused by the relock rules. */
+    bool converting;
+};
+
+/* The part of a swizzled surface a range lock untiles and tiles back (issue 16, lock.c): the
+ * subresources [mip0, mip0 + nmip) x [layer0, layer0 + nlayer), and with 'has_box' only 'box'
+ * of the one subresource. 'whole': the whole surface (the whole-allocation lock). */
+struct vm_part {
+    bool whole, has_box;
+    uint32_t mip0, nmip, layer0, nlayer;
+    struct vidmm_box box;
 };
 
 struct vm_range {
@@ -162,6 +183,7 @@ struct vm_range {
     struct vmos_lazy *lazy;
     bool lazy_failed, lazy_armed;
     struct vm_lazy_fill *fill;  /* what the lazy view's handler untiles from (lock.c) */
+    struct vm_part part;        /* what this lock untiled and tiles back (narrow locks) */
 };
 
 /* A queued paging operation. */
@@ -175,6 +197,10 @@ struct vm_pop {
     uint64_t arena_off;
     uint64_t gpu_fence;         /* UNMAP: the submission fence that must have passed first (the
                                    GPU may still use the pages: issue 17) */
+    /* WDDM2 hook, UPDATE_PAGE_TABLE (gpuva.c): the VA space whose entries it writes, and the
+     * value of its first entry (the next ones follow page by page). */
+    struct vidmm_va_space *va_space;
+    uint64_t pte;
 };
 
 struct vidmm_device {
@@ -218,6 +244,9 @@ struct vidmm_device {
     bool executing;             /* a thread is running an operation */
     uint32_t paging_blocked;    /* the running operation waits for a submission fence */
     uint32_t hold_waiters;      /* destroys waiting for holders to let go (paging_cv) */
+    uint32_t convert_waiters;   /* calls waiting for a lock's conversion to end (paging_cv; lock.c) */
+    uint32_t converting;        /* allocations marked 'converting' now: 0 lets vm_wait_converting()
+                                   skip its lookups (the common case: submit pays nothing) */
     bool stopping;
     uint32_t nthreads;
     pthread_t threads[VM_MAX_THREADS];
@@ -226,6 +255,8 @@ struct vidmm_device {
     uint32_t nranges;
     bool range_watch;           /* find what the CPU wrote through a range with a write-watch
                                    (VIDMM_RANGE_DIRTY=snapshot turns it off) */
+    bool range_watch_small;     /* narrow parts below VM_PART_SNAPSHOT_MAX too (lock.c; issue 16:
+                                   VIDMM_RANGE_DIRTY=watch) */
     bool lazy_ranges;           /* VIDMM_DEVICE_LAZY_RANGES, unless VIDMM_LAZY=off */
     struct vm_range ranges[VM_MAX_RANGES];
     pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
@@ -252,6 +283,8 @@ struct vidmm_device {
     uint64_t clock;             /* LRU clock */
     uint32_t tag;               /* submission planning tag */
     struct vidmm_stats st;      /* counters (segments[] filled on query) */
+    struct vm_w2_dev w2;        /* WDDM2 hook: the WDDM2 model's device state (wddm2.h) */
+    struct vm_offer_dev offer;  /* offer hook: the offered allocations by priority (offer.h) */
 };
 
 /* device.c */
@@ -329,7 +362,13 @@ void vm_swap_stats(vidmm_device *dev, struct vidmm_stats *out);
 
 /* lock.c */
 void vm_range_release_alloc(vidmm_device *dev, struct vm_alloc *a);
+/* vm_locks_drop(): every lock of 'a' ends (removal, destroy); waits (mutex released) for a
+ * conversion of its bytes in progress to finish first. */
 void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a);
+/* vm_wait_converting(): when a listed allocation is being converted by a lock or unlock
+ * (vm_alloc.converting), waits once on paging_cv and returns true: the mutex was released, the
+ * caller looks everything up again. False at once when none is. */
+bool vm_wait_converting(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count);
 
 /* Small helpers. */
 static inline uint64_t vm_round_up(uint64_t v, uint64_t a)

@@ -41,7 +41,8 @@ uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p)
         dev->sync_paging_handle = p->op.allocation;
     }
     dev->q_len++;
-    dev->st.paging_ops[p->op.type & 7]++;
+    if (p->op.type < 8) /* WDDM2 hook: UPDATE_PAGE_TABLE (11) has no counter in vidmm_stats */
+        dev->st.paging_ops[p->op.type]++;
     pthread_cond_broadcast(&dev->paging_cv);
     return slot->op.fence;
 }
@@ -196,6 +197,8 @@ static int run_one(vidmm_device *dev, const struct timespec *dl)
         else if (p.op.type == VIDMM_PAGING_UNMAP_APERTURE_SEGMENT && tries == 0)
             merr = vmos_aperture_unmap(&p.seg->ap, (size_t)(p.op.offset_in_pages * VIDMM_PAGE_SIZE),
                                        (size_t)p.op.size);
+        else if (p.op.type == VIDMM_PAGING_UPDATE_PAGE_TABLE && tries == 0)
+            vm_va_apply(&p); /* WDDM2 hook: the engine writes the entries (the MMU's part, gpuva.c) */
         pthread_mutex_unlock(&dev->mu);
         if (merr)
             status = 0xC0000017u; /* STATUS_NO_MEMORY: fatal below */

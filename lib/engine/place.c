@@ -308,10 +308,13 @@ static bool fits(const vidmm_device *dev, const struct vm_segment *s, const stru
 
 static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const struct vm_alloc *placing)
 {
-    if (a == placing || a->pinned || a->lock_count || a->hold)
-        return false;
+    if (a == placing || a->pinned || a->lock_count || a->hold || a->converting)
+        return false; /* converting (issue 16): a lock converts its bytes, mutex released */
     if (a->range >= 0 && dev->ranges[a->range].active)
         return false;
+    if (a->w2.res_count && !vm_offer_discardable(dev, a))
+        return false; /* WDDM2 hook: on the residency list, never a victim (spec 12, residency.c) -
+                         unless offered: then it is discarded (offer hook, spec 15.20, offer.c) */
     return true;
 }
 
@@ -389,6 +392,13 @@ static int make_room(vidmm_device *dev, struct vm_segment *s, struct vm_alloc *a
         return blocked ? VIDMM_E_CANT_EVICT_PINNED : VIDMM_E_NO_VIDEO_MEMORY;
     if (donot_wait && !room_possible(dev, s, a, w, true, &blocked))
         return VIDMM_E_BUSY; /* only evicting allocations the GPU still uses would make room */
+    /* Offer hook: offered allocations go first, LOW before NORMAL before HIGH, by
+     * DISCARD_CONTENT rather than transfer (spec 15.20, offer.c). */
+    for (struct vm_alloc *v; (v = vm_offer_victim(dev, s, a, donot_wait)) != NULL;) {
+        vm_offer_discard(dev, v);
+        if (fits(dev, s, a, w, first_pref, off))
+            return 0;
+    }
     blocked = false;
     for (int pass = 0; pass < 3; pass++) {
         for (uint32_t bi = 0; bi < s->nbuckets;) {
@@ -714,6 +724,8 @@ int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count)
         else if (a->lock_count || a->hold || (a->range >= 0 && dev->ranges[a->range].active) ||
                  vm_busy(dev, a, false))
             err = VIDMM_E_BUSY; /* locked, being placed or locked by another call, or GPU-busy */
+        else if (vm_offer_discardable(dev, a))
+            vm_offer_discard(dev, a); /* offer hook: offered content is discarded, not paged out (offer.c) */
         else
             err = vm_evict_one(dev, a, false, false);
         if (a->paging_fence > last)

@@ -48,8 +48,12 @@ static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
     for (uint32_t i = 0; i < count; i++) {
         if (refs[i].flags & ~(VIDMM_REF_WRITE | VIDMM_REF_DO_NOT_RETIRE))
             return vidmm_refuse("vidmm_submit", "refs[].flags", "unknown bits", "4.5");
-        if (!vm_lookup(dev, refs[i].allocation))
+        const struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
+        if (!a)
             return vm_refuse_handle("vidmm_submit", refs[i].allocation);
+        /* Offer hook: an offered allocation is reclaimed before use (spec 15.20, offer.c). */
+        if (a->offer.prio && vm_offer_refuse_use(a, "vidmm_submit"))
+            return VIDMM_E_INVALID_ARG;
     }
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
@@ -244,6 +248,8 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         return vidmm_refuse(__func__, "count", "0 or above 65536", "device.h");
     if (flags & ~VIDMM_SUBMIT_DONOT_WAIT)
         return vidmm_refuse(__func__, "flags", "unknown bits", "device.h");
+    if (vm_w2_refuse_list(dev, __func__)) /* WDDM2 hook: no allocation-list residency (residency.c) */
+        return VIDMM_E_INVALID_ARG;
     const bool donot_wait = (flags & VIDMM_SUBMIT_DONOT_WAIT) != 0;
     pthread_mutex_lock(&dev->mu);
     int err;
@@ -251,6 +257,8 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     for (;;) {
         bool waited;
         err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+        if (!err && vm_wait_converting(dev, refs, count))
+            continue; /* issue 16: a lock or unlock was converting one of them; look again */
         if (!err)
             err = swap_in_refs(dev, refs, count, donot_wait, &waited);
         if (err) {
@@ -313,6 +321,8 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
     if (!dev || !handles || count == 0 || count > VM_MAX_REFS)
         return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count not in 1..65536",
                             "device.h");
+    if (vm_w2_refuse_list(dev, __func__)) /* WDDM2 hook: residency by the residency list only */
+        return VIDMM_E_INVALID_ARG;
     struct vidmm_alloc_ref small[16], *refs = count <= 16 ? small : malloc(sizeof *refs * count);
     if (!refs)
         return VIDMM_E_NO_MEMORY;
@@ -326,6 +336,8 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
     for (;;) {
         bool waited = false;
         err = dev->removed ? VIDMM_E_DEVICE_REMOVED : check_refs(dev, refs, count);
+        if (!err && vm_wait_converting(dev, refs, count))
+            continue; /* issue 16: a lock or unlock was converting one of them; look again */
         if (!err)
             err = swap_in_refs(dev, refs, count, false, &waited);
         if (err || !waited)
@@ -354,6 +366,11 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err && (offset > a->g->size || a->g->size - offset < n))
         err = vidmm_refuse(__func__, "offset", "the range is outside the allocation", "device.h");
+    /* Issue 16: not while a lock or unlock converts its bytes with the mutex released. */
+    const struct vidmm_alloc_ref one = { h, 0 };
+    while (!err && vm_wait_converting(dev, &one, 1))
+        if ((a = vm_lookup(dev, h)) == NULL)
+            err = vm_refuse_handle(__func__, h);
     /* Back from disk; a write waits for a write-out in flight. Each wait releases the mutex:
      * look again until it is in memory. */
     while (!err && (a->where == VIDMM_WHERE_DISK || (write && a->swap != VM_SWAP_NONE))) {

@@ -264,7 +264,8 @@ static bool write_candidate(const vidmm_device *dev, const struct vm_alloc *a)
 {
     return a->swap == VM_SWAP_NONE && a->where == VIDMM_WHERE_SYSMEM && a->has_backing && a->backing_valid &&
            !a->g->desc.existing_memory && !a->lock_count && !a->hold && !a->pinned && !a->altva && !a->dying &&
-           a->paging_fence <= dev->paging_done && !vm_busy(dev, a, false);
+           a->paging_fence <= dev->paging_done && !vm_busy(dev, a, false) &&
+           !vm_offer_discardable(dev, a); /* offer hook: offered content is dropped, never written out */
 }
 
 static bool start_write(vidmm_device *dev, struct vm_alloc *a)
@@ -302,6 +303,7 @@ void vm_budget(vidmm_device *dev)
         return; /* budget 0: no limit */
     /* Stale copies of resident allocations go first: no I/O, nothing to read back. */
     vm_release_stale_backing(dev);
+    vm_offer_trim_sysmem(dev); /* offer hook: offered content in system memory goes next, no I/O (offer.c) */
     if (!dev->io || dev->sysmem_used <= dev->budget + dev->writing)
         return;
     if (dev->backoff_until && now_ns() < dev->backoff_until)

@@ -4,7 +4,10 @@
 # Criterion (non-TSan) branch, after vidmm_add_test_exe() is defined. Each suite checks one
 # area of shared/spec/wddm-vidmm.md: segments (2.3, 15.1), allocations (4.1, 15.2), placement
 # and eviction (15.3-15.6, 15.19), locks (6.3, 15.11-15.14, 15.16-15.18), swizzled locks (8.2,
-# 15.15), paging, cache maintenance, removal and determinism (15.7-15.10, 15.24-15.28).
+# 15.15), paging, cache maintenance, removal and determinism (15.7-15.10, 15.24-15.28); the WDDM2
+# model (include/vidmm/wddm2.h): the mode's refusals (6.6, 12, 15.1), GPU VAs (9.2, 12, 15.21),
+# residency and budgets (12, 15.21, 15.22), offer and reclaim (11, 15.20), power transitions
+# (2.3, 15.26).
 
 set(VIDMM_ENGINE_CONF_TESTS
   test_conf_segments
@@ -16,7 +19,14 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_defects12
   test_defects17
   test_contract12
-  test_lazy_ranges)
+  test_conf_wddm2_mode
+  test_conf_wddm2_va
+  test_conf_wddm2_residency
+  test_conf_wddm2_budget
+  test_conf_wddm2_offer
+  test_conf_wddm2_power
+  test_lazy_ranges
+  test_narrow_locks)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
@@ -25,3 +35,9 @@ foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   add_test(NAME ${_t} COMMAND ${_t} --short-filename)
   vidmm_set_test_props(${_t} "engine")
 endforeach()
+
+# The WDDM2 translation's latency (issue 15: ns per vidmm_va_translate()): a program run by hand,
+# not a test (performance is never asserted in CTest).
+add_executable(bench_wddm2_translate engine/bench_wddm2_translate.c)
+target_link_libraries(bench_wddm2_translate PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
+set_target_properties(bench_wddm2_translate PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/* include/vidmm/wddm2.h - the WDDM 2.x memory model on a device created with
+ * VIDMM_DEVICE_WDDM2 (device.h): GPU virtual-address spaces whose page-table entries follow
+ * the allocations they map, residency by a per-device residency list with per-allocation
+ * reference counts (MakeResident / Evict), and per-process budgets per segment group.
+ * Every rule cited as "spec 15.n" is item n of section 15 of shared/spec/wddm-vidmm.md,
+ * "spec 12" its section 12.
+ *
+ * WDDM2 mode in one paragraph. The device's WDDM1-only mechanisms are refused with
+ * VIDMM_E_INVALID_ARG: swizzling ranges (a non-zero vidmm_device_desc.swizzling_ranges,
+ * VIDMM_DEVICE_LAZY_RANGES), renaming (vidmm_alloc_desc.max_renaming != 0), USE_ALTERNATE_VA
+ * allocations, residency through allocation lists (vidmm_submit(), vidmm_make_resident()), and
+ * the lock flags that ask for renaming or a swizzling range (DISCARD, NO_EXISTING_REFERENCE,
+ * ACQUIRE_APERTURE, USE_ALTERNATE_VA). A device has at most 30 segments (ID 31 is the
+ * implicit system-memory segment, spec 15.1). Allocations become resident only through
+ * vidmm_wddm2_make_resident(); an allocation on the residency list (reference count above 0)
+ * is never chosen as an eviction victim. Work is submitted with vidmm_va_submit(), which
+ * names GPU virtual-address ranges; touching a range that is unmapped, or whose allocation is
+ * not on the residency list, is a GPU page fault: the device is removed (spec 12, 15.21).
+ * Every function here returns VIDMM_E_INVALID_ARG on a device not created in WDDM2 mode.
+ *
+ * Thread safety: every function is safe to call from several threads, except that a VA space
+ * must not be used (translated, mapped, submitted to) while or after it is destroyed. */
+#ifndef VIDMM_WDDM2_H
+#define VIDMM_WDDM2_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "api.h"
+#include "common.h"
+#include "device.h"
+
+VIDMM_BEGIN_DECLS
+
+/* A success status, not an error: the call did what it was asked but paging it queued is
+ * still in flight; wait for the paging fence it returned (vidmm_wddm2_paging_fence_wait())
+ * before the GPU uses the allocations (STATUS_PENDING 0x103 / E_PENDING, spec 12).
+ * vidmm_error_to_ntstatus() and vidmm_error_to_hresult() map it. */
+#define VIDMM_PENDING 1
+
+/* ---------------------------------------------------------------------------------------------
+ * GPU virtual addresses.
+ *
+ * A VA space is the GPU virtual-address space of one process on the device (WDDM gives every
+ * process its own): 48 bits, 4 KiB pages, address 0 never handed out. Reserve a range, map an
+ * allocation (or a page range of it) into it, and the space's page-table entries point at the
+ * allocation's current placement. Whenever the allocation is paged in, moves or is evicted,
+ * the engine queues an UPDATE_PAGE_TABLE paging operation per mapping - in the paging log and
+ * through the driver's paging callback like every paging operation - and the entries change
+ * when that operation runs, in order with the transfers around it: after a page-in's transfer
+ * or fill, an entry points at bytes already there. Entries of a non-resident allocation stay
+ * mapped but invalid; vidmm_va_translate() then says VIDMM_E_NOT_AVAILABLE.
+ *
+ * UPDATE_PAGE_TABLE records (struct vidmm_paging_op) carry:
+ *   src.segment_address  the GPU VA of the first entry written (src.segment_id 0);
+ *   offset_in_pages      its page number (VA / 4096);
+ *   size                 bytes covered (entries x 4096);
+ *   dst                  where the first entry points (segment ID, BaseAddress + offset), and
+ *                        dst_ptr the host view of those bytes; {0, 0} and NULL when the entries
+ *                        are made invalid (eviction) or cleared (unmap);
+ *   mdl_offset           the page of the allocation the first entry maps;
+ *   swizzling_range_data the process of the VA space;
+ *   flags                VIDMM_UPDATE_PAGE_TABLE_* below.
+ * ------------------------------------------------------------------------------------------- */
+
+/* DXGK_UPDATEPAGETABLEFLAGS (spec 9.4), exact values, in UPDATE_PAGE_TABLE records. */
+#define VIDMM_UPDATE_PAGE_TABLE_REPEAT          0x1u  /* (never set by the engine) */
+#define VIDMM_UPDATE_PAGE_TABLE_INITIAL_UPDATE  0x2u  /* the entries of a new mapping */
+#define VIDMM_UPDATE_PAGE_TABLE_NOTIFY_EVICTION 0x4u  /* made invalid: the allocation was evicted */
+#define VIDMM_UPDATE_PAGE_TABLE_USE_64KB_PAGES  0x8u  /* the target segment has USE_64KB_PAGES */
+
+#define VIDMM_VA_BITS 48u               /* a VA space covers [0, 2^48) */
+#define VIDMM_VA_RESERVE_ALIGN 65536u   /* reservations the engine places start 64 KiB-aligned */
+
+typedef struct vidmm_va_space vidmm_va_space;
+
+/* vidmm_va_space_create() creates the VA space of 'process' on 'dev' (one per process at a
+ * time). Returns: 0 with '*out' set; VIDMM_E_INVALID_ARG (NULL, not a WDDM2 device, the
+ * process already has a VA space); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED.
+ * Lifetime: until vidmm_va_space_destroy() or the device's destroy, whichever is first. */
+VIDMM_API int vidmm_va_space_create(vidmm_device *dev, uint32_t process, vidmm_va_space **out);
+
+/* vidmm_va_space_destroy() unmaps everything mapped in 'sp' and frees it. It waits for
+ * nothing: paging queued for it finishes later. NULL is ignored. */
+VIDMM_API void vidmm_va_space_destroy(vidmm_va_space *sp);
+
+/* vidmm_va_reserve() reserves 'size' bytes of GPU VA (a multiple of 4096, > 0) at 'base', or,
+ * with base 0, at the lowest VIDMM_VA_RESERVE_ALIGN-aligned address where they fit.
+ * Returns: 0 with '*va' set; VIDMM_E_INVALID_ARG (NULL, size 0 or not page-aligned, base not
+ * page-aligned, the range leaves the space or overlaps a reservation: '*va' untouched);
+ * VIDMM_E_NO_MEMORY (no room left, or no host memory); VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_va_reserve(vidmm_va_space *sp, uint64_t base, uint64_t size, uint64_t *va);
+
+/* vidmm_va_free() frees the reservation starting at 'va', unmapping what is mapped in it.
+ * Returns 0, VIDMM_E_INVALID_ARG (no reservation starts at 'va'), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_va_free(vidmm_va_space *sp, uint64_t va);
+
+/* vidmm_va_map() maps bytes [offset, offset + size) of allocation 'h' at GPU VA 'va'
+ * (MapGpuVirtualAddress): the range must lie inside one reservation and overlap no mapping;
+ * 'va', 'offset' and 'size' are multiples of 4096, size > 0, and the allocation (of the
+ * space's process, or KIND_SHARED) is at least offset + size bytes (rounded size). Queues one
+ * UPDATE_PAGE_TABLE operation (INITIAL_UPDATE) writing the entries: valid at once when the
+ * allocation is resident and that operation has run, mapped-invalid otherwise.
+ * Returns: 0; VIDMM_E_INVALID_ARG (any rule above broken: nothing mapped); VIDMM_E_NO_MEMORY;
+ * VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_va_map(vidmm_va_space *sp, uint64_t va, vidmm_handle h, uint64_t offset, uint64_t size);
+
+/* vidmm_va_unmap() removes every mapping inside [va, va + size): at least one, and none may
+ * straddle the range's ends. Queues an UPDATE_PAGE_TABLE operation per mapping clearing its
+ * entries. Returns 0, VIDMM_E_INVALID_ARG (nothing removed), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_va_unmap(vidmm_va_space *sp, uint64_t va, uint64_t size);
+
+/* Where a GPU VA lives now. */
+struct vidmm_va_translation {
+    uint32_t segment_id;        /* memory or aperture segment */
+    uint32_t reserved;
+    uint64_t offset;            /* byte offset in the segment */
+    void *cpu;                  /* host view of that byte, for the caller acting as the GPU */
+};
+
+/* vidmm_va_translate() translates 'va' through the page-table entries as the paging queue has
+ * left them: no lock is taken, nothing is written but '*out' (a few loads; the emulator's GPU
+ * may call it per memory access). Valid while the allocation stays where it is: an allocation
+ * on the residency list does not move while work using it runs.
+ * Returns: 0; VIDMM_E_INVALID_ARG ('va' maps nothing, or is beyond 2^48, or a NULL argument);
+ * VIDMM_E_NOT_AVAILABLE (mapped, but the allocation is not resident: a GPU access here is a
+ * page fault). */
+VIDMM_API int vidmm_va_translate(const vidmm_va_space *sp, uint64_t va, struct vidmm_va_translation *out);
+
+/* One GPU VA range a submission reads or writes. */
+struct vidmm_va_ref {
+    uint64_t va;
+    uint64_t size;              /* > 0 */
+    uint32_t flags;             /* VIDMM_REF_WRITE (device.h) or 0 */
+    uint32_t reserved;          /* 0 */
+};
+
+/* vidmm_va_submit() submits work of the space's process that accesses the listed VA ranges,
+ * and returns in '*fence' a submission fence the caller (the GPU) signals with
+ * vidmm_fence_signal() once the work is done. Before "scheduling" it the engine brings back
+ * every allocation of the list that is on the residency list but was evicted (spec 12: VidMm
+ * makes the residency list resident before a device's work runs) and waits for the paging of
+ * every referenced allocation. A range that touches an unmapped page, or a page whose
+ * allocation is not on the residency list, is a GPU page fault: the device is removed (spec 12,
+ * 15.21), vidmm_wddm2_last_fault() says where, and VIDMM_E_DEVICE_REMOVED is returned.
+ * Returns: 0; VIDMM_E_INVALID_ARG (NULL, count 0 or > 65536, flags not 0, a ref with size 0,
+ * a range that wraps or leaves the space, unknown ref flags: nothing submitted);
+ * VIDMM_E_NO_MEMORY (a resident-listed allocation could not be brought back);
+ * VIDMM_E_TIMEOUT; VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_va_submit(vidmm_va_space *sp, const struct vidmm_va_ref *refs, uint32_t count, uint32_t flags,
+                              uint64_t *fence);
+
+/* The GPU page fault that removed the device. */
+struct vidmm_gpu_fault {
+    size_t size_of;             /* sizeof(struct vidmm_gpu_fault), set by the caller */
+    uint64_t va;                /* the first faulting address */
+    uint32_t process;           /* of the VA space */
+    vidmm_handle allocation;    /* mapped there, 0 when nothing was mapped */
+};
+
+/* vidmm_wddm2_last_fault() describes the fault that removed the device. Returns 0,
+ * VIDMM_E_NOT_AVAILABLE (no fault happened), VIDMM_E_INVALID_ARG. Works after removal. */
+VIDMM_API int vidmm_wddm2_last_fault(vidmm_device *dev, struct vidmm_gpu_fault *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Residency (spec 12, 15.21).
+ * ------------------------------------------------------------------------------------------- */
+
+/* D3DDDI_MAKERESIDENT_FLAGS and D3DDDI_EVICT_FLAGS, exact values. */
+#define VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER 0x1u /* succeed over the current budget, still
+                                                      not over the maximum budget */
+#define VIDMM_MAKE_RESIDENT_MUST_SUCCEED      0x2u /* a failure puts the device in error */
+#define VIDMM_EVICT_ONLY_IF_NECESSARY         0x1u /* keep the copy until its space is needed */
+#define VIDMM_EVICT_NOT_WRITTEN_TO            0x2u /* the GPU did not write it: may be dropped */
+
+#define VIDMM_RESIDENCY_MAX 10240u      /* D3DKMT_MAKERESIDENT_ALLOC_MAX: handles per call */
+
+/* D3DDDI_MAKERESIDENT. */
+struct vidmm_make_resident_args {
+    size_t size_of;                     /* sizeof(struct vidmm_make_resident_args) */
+    const vidmm_handle *allocations;    /* AllocationList */
+    uint32_t count;                     /* NumAllocations, 1..VIDMM_RESIDENCY_MAX */
+    uint32_t flags;                     /* VIDMM_MAKE_RESIDENT_* */
+    uint32_t made_resident;             /* out: NumAllocations made resident (count or 0) */
+    uint32_t reserved;
+    uint64_t paging_fence;              /* out: PagingFenceValue */
+    uint64_t bytes_to_trim;             /* out: NumBytesToTrim */
+};
+
+/* vidmm_wddm2_make_resident() adds every listed allocation to the device's residency list, one
+ * reference per listing, and pages in those not resident (MakeResident). Atomic: on failure no
+ * reference count changed. An allocation is charged to its process's budget (see Budgets)
+ * when its count leaves 0.
+ * Returns:
+ *  - 0: every allocation resident now; 'paging_fence' is its last paging operation (passed);
+ *  - VIDMM_PENDING: listed, but paging is in flight: wait for 'paging_fence'
+ *    (vidmm_wddm2_paging_fence_wait()) before the GPU uses them;
+ *  - VIDMM_E_NO_MEMORY: over the process's budget in a group (with CANT_TRIM_FURTHER: over
+ *    its maximum budget), or the allocations do not fit the segments even after evicting
+ *    everything not on the residency list; 'bytes_to_trim' says how much to evict before
+ *    retrying; nothing changed (allocations paged in before the failure stay, off the list);
+ *  - VIDMM_E_DEVICE_REMOVED: removed, or MUST_SUCCEED failed and removed it;
+ *  - VIDMM_E_INVALID_ARG: NULL, size_of too small, count 0 or > 10240, unknown flags, an
+ *    unknown handle, not a WDDM2 device: nothing changed;
+ *  - VIDMM_E_IO: an allocation on the disk tier could not be read back. */
+VIDMM_API int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args);
+
+/* D3DKMT_EVICT. */
+struct vidmm_evict_args {
+    size_t size_of;                     /* sizeof(struct vidmm_evict_args) */
+    const vidmm_handle *allocations;
+    uint32_t count;                     /* 1..VIDMM_RESIDENCY_MAX */
+    uint32_t flags;                     /* VIDMM_EVICT_* */
+    uint64_t bytes_to_trim;             /* out: NumBytesToTrim, what the processes of the listed
+                                           allocations are still over their budgets */
+};
+
+/* vidmm_wddm2_evict() drops one reference per listing (Evict). An allocation whose count
+ * reaches 0 leaves the residency list and its budget, and is evicted now - its eviction
+ * queued: it must not be used any more - unless EVICT_ONLY_IF_NECESSARY (it then stays where
+ * it is, a victim like any other once space is needed). With NOT_WRITTEN_TO an allocation the
+ * engine knows to be unwritten since its page-in is dropped (DISCARD_CONTENT) instead of
+ * transferred; a written one is transferred anyway. Locked or pinned allocations stay where
+ * they are. Returns 0; VIDMM_E_INVALID_ARG (NULL, count 0 or > 10240, unknown flags, an
+ * unknown handle, more listings of an allocation than references it has, not a WDDM2 device:
+ * nothing changed); VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args);
+
+/* D3DKMT_ALLOCATIONRESIDENCYSTATUS. */
+#define VIDMM_RESIDENCY_IN_GPU_MEMORY    1u  /* RESIDENTINGPUMEMORY: in a memory segment */
+#define VIDMM_RESIDENCY_IN_SHARED_MEMORY 2u  /* RESIDENTINSHAREDMEMORY: mapped in an aperture */
+#define VIDMM_RESIDENCY_NOT_RESIDENT     3u  /* NOTRESIDENT */
+
+/* vidmm_wddm2_query_residency() (D3DKMTQueryAllocationResidency) stores in 'status[i]' where
+ * allocation i is placed (paging may still be in flight) and, when 'refs' is not NULL, its
+ * residency reference count in 'refs[i]'. Returns 0, VIDMM_E_INVALID_ARG (NULL, count 0 or
+ * > 10240, an unknown handle: nothing written), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
+                                          uint32_t *status, uint32_t *refs);
+
+/* vidmm_wddm2_paging_fence_completed() returns the last paging operation that has run;
+ * vidmm_wddm2_paging_fence_wait() waits until 'fence' has (running the paging queue on this
+ * thread when the device has no paging thread), 'timeout_ns' UINT64_MAX: forever. Returns 0,
+ * VIDMM_E_TIMEOUT, VIDMM_E_INVALID_ARG (never issued), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev);
+VIDMM_API int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns);
+
+/* ---------------------------------------------------------------------------------------------
+ * Budgets (spec 12, 15.22).
+ *
+ * Each process has, per segment group, a Budget, a CurrentUsage and a CurrentReservation. The
+ * LOCAL group is the segments flagged VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, the NON_LOCAL group
+ * those flagged VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP (a segment with both flags is refused at
+ * creation); other segments count in no budget. A group's maximum budget is the sum of its
+ * segments' sizes, and every process's budget starts there. Usage: the rounded sizes of the
+ * process's allocations on the residency list, each charged to the group of the segment it was
+ * in when its count left 0 - or, not resident then, of the first segment of its placement order
+ * (PreferredSegment, then ascending ID); an allocation whose segment is in no group is charged
+ * nowhere.
+ * ------------------------------------------------------------------------------------------- */
+#define VIDMM_SEGMENT_GROUP_LOCAL 0u        /* D3DKMT_MEMORY_SEGMENT_GROUP_LOCAL */
+#define VIDMM_SEGMENT_GROUP_NON_LOCAL 1u    /* D3DKMT_MEMORY_SEGMENT_GROUP_NON_LOCAL */
+
+/* vidmm_wddm2_set_budget() is the host's side: it sets the budget of 'process' in 'group'
+ * (another process grew, memory shrank). The budget never goes below the process's
+ * reservation: a smaller value sets it to the reservation. Its effect shows in NumBytesToTrim
+ * and the next make-resident. Returns 0, VIDMM_E_INVALID_ARG (unknown group, bytes above the
+ * group's maximum budget, not a WDDM2 device), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes);
+
+/* D3DKMT_QUERYVIDEOMEMORYINFO's results (spec 12). */
+struct vidmm_video_memory_info {
+    size_t size_of;                     /* sizeof(struct vidmm_video_memory_info), set by the caller */
+    uint64_t budget;                    /* Budget */
+    uint64_t current_usage;             /* CurrentUsage */
+    uint64_t current_reservation;       /* CurrentReservation */
+    uint64_t available_for_reservation; /* AvailableForReservation: the group's maximum budget
+                                           less what the other processes reserved (engine
+                                           policy: the spec gives no formula) */
+};
+
+/* vidmm_wddm2_query_video_memory() (D3DKMTQueryVideoMemoryInfo) describes the budget of
+ * 'process' in 'group'. A process the device has not seen has the maximum budget, no usage and
+ * no reservation. Returns 0, VIDMM_E_INVALID_ARG (NULL, size_of too small, unknown group, not
+ * a WDDM2 device: '*out' untouched), VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process, uint32_t group,
+                                             struct vidmm_video_memory_info *out);
+
+/* vidmm_wddm2_change_reservation() (D3DKMTChangeVideoMemoryReservation) sets the reservation
+ * of 'process' in 'group': the memory it needs at least, which its budget never goes below (a
+ * budget under the new reservation is raised to it). Returns 0, VIDMM_E_INVALID_ARG (unknown
+ * group, 'bytes' above AvailableForReservation - spec 15.22 - or not a WDDM2 device: nothing
+ * changed), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes);
+
+/* =============================================================================================
+ * Offer and reclaim, power transitions (issue 15 deliverables 4 and 6). Unlike everything
+ * above, these work on every device, WDDM1 or WDDM2: offer / reclaim and the segments' standby
+ * and hibernate flags date from WDDM 1.2 (Windows 8, spec 2.3, 11). Where the two models
+ * differ it is said.
+ * =========================================================================================== */
+
+/* ---------------------------------------------------------------------------------------------
+ * Offer and reclaim (spec 11, 15.20).
+ *
+ * An offered allocation's content may be thrown away: when a segment needs room, offered
+ * allocations placed there go first - LOW before NORMAL before HIGH, in offer order within a
+ * priority, before any allocation that is not offered - and go by a DISCARD_CONTENT paging
+ * operation, never by a transfer (an offered allocation in an aperture is only unmapped: its
+ * content is its backing store). An offered allocation on the residency list may go too. Its
+ * content survives a discard only when a clean system-memory copy exists (PERMANENT_SYSMEM,
+ * EXISTING_*). An offered allocation cannot be locked (spec 6.3 rule 9) nor used by the GPU
+ * (vidmm_submit(), vidmm_make_resident(), vidmm_va_submit(), vidmm_wddm2_make_resident()):
+ * those calls return VIDMM_E_INVALID_ARG (STATUS_INVALID_PARAMETER, spec 15.20) until it is
+ * reclaimed. vidmm_gpu_access() (the caller's debugger view) still works.
+ *
+ * The offer takes effect once the GPU has finished the work submitted before it (spec 11:
+ * dxgkrnl defers it, without blocking); VIDMM_OFFER_IMMEDIATELY puts it in effect at once (a
+ * discard of an allocation the GPU still uses then waits in the paging queue for the GPU, as
+ * every DISCARD_CONTENT does, spec 15.7). Offered content in system memory is dropped too
+ * while the device's system memory is over its sysmem_budget - before anything is written to
+ * the disk tier, which never writes an offered allocation out (the OS drops offered pages
+ * rather than page them to disk): its pages go, its commit stays (still counted in
+ * sysmem_used; reclaim says DISCARDED). With VIDMM_OFFER_ALLOW_DECOMMIT the whole backing store
+ * goes instead (NOT_COMMITTED), there and at a discard from a segment. Both flags are
+ * D3DKMT_OFFER_FLAGS, WDDM2 only: refused on a WDDM1 device.
+ *
+ * Lists (both calls): exactly one of 'resources' and 'allocations' (spec 11: pResources /
+ * HandleList), 1..VIDMM_OFFER_MAX entries. An 'allocations' entry names that rename instance;
+ * a 'resources' entry names the allocation as created - every rename instance of it (the
+ * engine has no runtime resources; on a WDDM2 device, without renaming, both are the same).
+ * ------------------------------------------------------------------------------------------- */
+
+/* D3DKMT_OFFER_PRIORITY / D3DDDI_OFFER_PRIORITY, exact values (NONE = 0 is not for offers). */
+#define VIDMM_OFFER_PRIORITY_LOW    1u  /* content useless: discarded first */
+#define VIDMM_OFFER_PRIORITY_NORMAL 2u  /* useful, easy to regenerate */
+#define VIDMM_OFFER_PRIORITY_HIGH   3u  /* useful, hard to regenerate: discarded last */
+#define VIDMM_OFFER_PRIORITY_AUTO   4u  /* from the eviction priority (engine policy, spec 15.20):
+                                           below VIDMM_PRIORITY_NORMAL LOW, below
+                                           VIDMM_PRIORITY_HIGH NORMAL, else HIGH */
+/* D3DKMT_OFFER_FLAGS, exact values (WDDM2 devices only). */
+#define VIDMM_OFFER_IMMEDIATELY     0x1u
+#define VIDMM_OFFER_ALLOW_DECOMMIT  0x2u
+/* D3DDDI_RECLAIM_RESULT, exact values. */
+#define VIDMM_RECLAIM_OK            0u  /* the content is intact */
+#define VIDMM_RECLAIM_DISCARDED     1u  /* the content was discarded */
+#define VIDMM_RECLAIM_NOT_COMMITTED 2u  /* discarded, and its system memory decommitted too
+                                           (ALLOW_DECOMMIT). Engine policy: the allocation
+                                           stays usable after the reclaim, as after DISCARDED
+                                           (DXGI tells applications to recreate such a
+                                           resource; the kernel interface says no more) */
+#define VIDMM_OFFER_MAX 10240u          /* entries per call (dxgkrnl's limit, spec 11) */
+/* What discarded content reads as once reclaimed (spec 15.20: "left undefined, filled with a
+ * debug pattern"), as 32-bit words. */
+#define VIDMM_DISCARDED_PATTERN 0xDEADD15Cu
+
+/* D3DKMT_OFFERALLOCATIONS. */
+struct vidmm_offer_args {
+    size_t size_of;                     /* sizeof(struct vidmm_offer_args) */
+    const vidmm_handle *resources;      /* pResources, or NULL */
+    const vidmm_handle *allocations;    /* HandleList, or NULL */
+    uint32_t count;                     /* NumAllocations, 1..VIDMM_OFFER_MAX */
+    uint32_t priority;                  /* VIDMM_OFFER_PRIORITY_* */
+    uint32_t flags;                     /* VIDMM_OFFER_* (WDDM2 devices only) */
+    uint32_t reserved;                  /* 0 */
+};
+
+/* vidmm_offer() offers the listed allocations (D3DKMTOfferAllocations). Offering one again
+ * moves it to the end of its new priority's list. Nothing is discarded by the call itself
+ * (except offered content in system memory while the device is over its sysmem_budget).
+ * Returns: 0; VIDMM_E_INVALID_ARG (NULL, size_of too small, not exactly one list, count not in
+ * 1..10240, priority NONE or unknown, unknown flags, flags on a WDDM1 device, reserved not 0,
+ * an unknown handle, a pinned allocation, a locked one - unlock it first: nothing changed);
+ * VIDMM_E_DEVICE_REMOVED.
+ * Thread safety: as every device call. */
+VIDMM_API int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args);
+
+/* D3DKMT_RECLAIMALLOCATIONS2. */
+struct vidmm_reclaim_args {
+    size_t size_of;                     /* sizeof(struct vidmm_reclaim_args) */
+    const vidmm_handle *resources;      /* pResources, or NULL */
+    const vidmm_handle *allocations;    /* HandleList, or NULL */
+    uint32_t count;                     /* NumAllocations, 1..VIDMM_OFFER_MAX */
+    uint32_t reserved;                  /* 0 */
+    uint32_t *results;                  /* out, or NULL: pResults, VIDMM_RECLAIM_* per entry (a
+                                           resource: the worst of its instances) */
+    bool *discarded;                    /* out, or NULL: pDiscarded (result != OK) per entry;
+                                           with neither array the caller must assume the
+                                           content lost (spec 11) */
+    uint64_t paging_fence;              /* out: PagingFenceValue - WDDM2: the last paging
+                                           operation bringing the resident-listed ones back;
+                                           WDDM1: 0 */
+};
+
+/* vidmm_reclaim() reclaims the listed allocations (D3DKMTReclaimAllocations2): they are no
+ * longer offered and may be locked and used again. Results are computed before anything
+ * changes, so an allocation listed twice reports the same result twice. Discarded content
+ * reads as VIDMM_DISCARDED_PATTERN from then on (its backing store is committed for it).
+ * Reclaiming an allocation that is not offered reports OK. On a WDDM2 device, every listed
+ * allocation on the residency list that is not resident is paged back in (spec 11); wait for
+ * 'paging_fence' before the GPU uses it. Right after the call the backing store is valid (a
+ * lock need not wait for the fence).
+ * Returns: 0 (paging done); VIDMM_PENDING (WDDM2: paging in flight, wait for 'paging_fence');
+ * VIDMM_E_INVALID_ARG (NULL, size_of too small, not exactly one list, count not in 1..10240,
+ * reserved not 0, an unknown handle: nothing changed); VIDMM_E_NO_MEMORY (no backing store for
+ * discarded content: nothing changed; or, WDDM2, a resident-listed allocation could not be
+ * paged back in: then every allocation is reclaimed, the results are written, and those not
+ * paged in stay evicted - vidmm_va_submit() brings them back or fails);
+ * VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args);
+
+/* ---------------------------------------------------------------------------------------------
+ * Power transitions (spec 2.3, 15.26).
+ *
+ * vidmm_power_transition() simulates the system entering standby or hibernate and resuming.
+ * A memory segment is purged unless its flags preserve it (spec 2.3):
+ *   standby                  purged unless PRESERVED_DURING_STANDBY;
+ *   hibernate, hybrid sleep  purged unless PRESERVED_DURING_HIBERNATE; a segment with
+ *                            PARTIALLY_PRESERVED_DURING_HIBERNATE is partially purged.
+ * Aperture segments are never purged: their content is system memory, which standby keeps and
+ * hibernate saves. Purging a segment keeps every content the spec says must survive and drops
+ * only what can be re-created (Display docs, "Standby hibernate optimizations"):
+ *  - an offered allocation (its offer in effect) is discarded: reclaim reports DISCARDED (or
+ *    NOT_COMMITTED with ALLOW_DECOMMIT), unless a clean system-memory copy exists;
+ *  - an allocation the engine keeps in place - pinned (Overlay / Capture), locked, or being
+ *    placed or converted by another call - is saved to system memory (a TRANSFER to segment 0,
+ *    into host memory the call holds for it, not its backing store, so that nothing recorded
+ *    about that store changes) and, after the purge, restored at the same place (TRANSFER
+ *    back): its address and a lock's pointer stay valid;
+ *  - every other allocation is evicted as memory pressure would evict it (to its eviction
+ *    aperture or its backing store); its next use pages it in again - and on a WDDM2 device the
+ *    allocations on the residency list are paged back in by the resume itself (VidMm makes the
+ *    residency list resident before the device's work runs, spec 12).
+ * Then the segment's memory loses its bytes: every byte of it not held by an allocation is
+ * overwritten with VIDMM_POWER_PURGE_PATTERN (32-bit words), so that a caller still reading
+ * the segment (a stale pointer) sees the loss. Engine policy for the partially purged
+ * segment (the public sources define no more than "partially purged"): the allocations kept in
+ * place keep their bytes there (the preserved part) and are not saved and restored; everything
+ * else is purged as above.
+ * The GPU must be idle (every submission fence signalled: the OS drains the GPU before a power
+ * transition). Paging queued before the call runs first. The call returns when the device is
+ * back and every paging operation it queued has run.
+ * ------------------------------------------------------------------------------------------- */
+#define VIDMM_POWER_STANDBY      1u
+#define VIDMM_POWER_HIBERNATE    2u
+#define VIDMM_POWER_HYBRID_SLEEP 3u     /* behaves as hibernate (spec 2.3) */
+#define VIDMM_POWER_PURGE_PATTERN 0xDEADBEEFu
+
+struct vidmm_power_args {
+    size_t size_of;                     /* sizeof(struct vidmm_power_args) */
+    uint32_t state;                     /* VIDMM_POWER_* */
+    uint32_t reserved;                  /* 0 */
+    uint32_t evicted;                   /* out: allocations paged out to keep their content */
+    uint32_t discarded;                 /* out: offered allocations whose content was dropped */
+    uint32_t restored;                  /* out: allocations saved and restored in place */
+    uint32_t repaged;                   /* out: WDDM2: residency-listed allocations paged back */
+    uint64_t purged_bytes;              /* out: segment bytes overwritten */
+    uint64_t paging_fence;              /* out: the last paging operation of the transition */
+};
+
+/* vidmm_power_transition() runs one standby / hibernate cycle as described above.
+ * Returns: 0; VIDMM_E_INVALID_ARG (NULL, size_of too small, unknown state, reserved not 0:
+ * nothing changed); VIDMM_E_BUSY (a submission fence is not signalled yet: nothing changed);
+ * VIDMM_E_NO_MEMORY (no backing store or save area for an allocation that must keep its content:
+ * nothing changed);
+ * VIDMM_E_TIMEOUT (paging queued before the call waited for the GPU beyond the device's
+ * wait_timeout_ns: nothing changed); VIDMM_E_DEVICE_REMOVED. A residency-listed allocation
+ * that cannot be paged back in at the resume (no room) stays evicted and the call still
+ * returns 0: vidmm_va_submit() brings it back or fails.
+ * Thread safety: safe to call concurrently with other calls, which take effect before or
+ * after the purge; the caller acting as the GPU does nothing during the call. */
+VIDMM_API int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args);
+
+VIDMM_END_DECLS
+
+#endif /* VIDMM_WDDM2_H */

@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/residency.c - the WDDM2 mode (include/vidmm/wddm2.h): what it refuses (spec 6.6,
+ * 7, 8, 12, 15.1), the residency list with per-allocation references (MakeResident, Evict,
+ * residency queries: spec 12, 15.21) and the per-process budgets per segment group (15.22).
+ *
+ * The residency list is not a list: an allocation is on it while its reference count
+ * (vm_alloc.w2.res_count) is above 0. Such an allocation is never an eviction victim
+ * (place.c evictable()), so the residency the application asked for holds until it evicts; it
+ * can still leave its segment by a WDDM1-style call that moves it by itself (vidmm_evict(), a
+ * lock of a non-CPU-visible one), and vidmm_va_submit() brings it back before work using it.
+ *
+ * Budgets charge an allocation's rounded size to (its process, one group) when its count
+ * leaves 0 and uncharge exactly that when it returns to 0 (or the allocation is destroyed): the
+ * group is that of the segment it is in then, or, not placed, of the first segment of its
+ * placement order. MakeResident checks the budget before anything changes, so an over-budget
+ * call changes nothing at all. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/engine.h"
+
+#define MAX_LIST VIDMM_RESIDENCY_MAX
+
+/* ---------------------------------------------------------------------------------------------
+ * The mode and its refusals.
+ * ------------------------------------------------------------------------------------------- */
+int vm_w2_check_desc(const struct vidmm_device_desc *d)
+{
+    if (!(d->flags & VIDMM_DEVICE_WDDM2))
+        return 0;
+    if (d->swizzling_ranges)
+        return vidmm_refuse("vidmm_device_create", "swizzling_ranges", "swizzling ranges on a WDDM2 device", "6.6");
+    if (d->flags & VIDMM_DEVICE_LAZY_RANGES)
+        return vidmm_refuse("vidmm_device_create", "flags", "LAZY_RANGES (swizzling ranges) on a WDDM2 device", "6.6");
+    if (d->segment_count > VIDMM_MAX_SEGMENTS - 1)
+        return vidmm_refuse("vidmm_device_create", "segment_count", "above 30 on a WDDM2 device (ID 31 is system memory)",
+                            "15.1");
+    for (uint32_t i = 0; i < d->segment_count; i++) {
+        const uint32_t both = VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP;
+        /* Engine policy: a segment counts in one budget group (spec 15.22 names two disjoint
+         * groups). */
+        if ((d->segments[i].flags & both) == both)
+            return vidmm_refuse("vidmm_device_create", "segments[].flags",
+                                "LOCAL_BUDGET_GROUP with NONLOCAL_BUDGET_GROUP", "15.22");
+    }
+    return 0;
+}
+
+static int seg_group(const struct vm_segment *s)
+{
+    if (s->flags & VIDMM_SEGMENT_LOCAL_BUDGET_GROUP)
+        return (int)VIDMM_SEGMENT_GROUP_LOCAL;
+    if (s->flags & VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP)
+        return (int)VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    return -1;
+}
+
+void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d)
+{
+    dev->w2.on = (d->flags & VIDMM_DEVICE_WDDM2) != 0;
+    for (uint32_t i = 0; i < d->segment_count; i++) {
+        const uint32_t f = d->segments[i].flags;
+        if (f & VIDMM_SEGMENT_LOCAL_BUDGET_GROUP)
+            dev->w2.group_max[VIDMM_SEGMENT_GROUP_LOCAL] += d->segments[i].size;
+        else if (f & VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP)
+            dev->w2.group_max[VIDMM_SEGMENT_GROUP_NON_LOCAL] += d->segments[i].size;
+    }
+}
+
+void vm_w2_fini(vidmm_device *dev)
+{
+    vm_va_spaces_free(dev);
+    free(dev->w2.procs);
+    dev->w2.procs = NULL;
+    dev->w2.nprocs = dev->w2.cap_procs = 0;
+}
+
+int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d)
+{
+    if (!dev->w2.on)
+        return 0;
+    if (d->max_renaming)
+        return vidmm_refuse("vidmm_alloc_create", "max_renaming", "renaming on a WDDM2 device", "6.6, 7");
+    if (d->flags & VIDMM_ALLOC_USE_ALTERNATE_VA)
+        return vidmm_refuse("vidmm_alloc_create", "flags", "USE_ALTERNATE_VA (swizzling ranges) on a WDDM2 device",
+                            "6.6, 8.4");
+    return 0;
+}
+
+int vm_w2_check_lock(const vidmm_device *dev, uint32_t lock_flags)
+{
+    if (!dev->w2.on)
+        return 0;
+    if (lock_flags & (VIDMM_LOCK_DISCARD | VIDMM_LOCK_NO_EXISTING_REFERENCE))
+        return vidmm_refuse("vidmm_lock", "flags", "DISCARD or NO_EXISTING_REFERENCE (renaming) on a WDDM2 device",
+                            "6.6, 7");
+    if (lock_flags & (VIDMM_LOCK_ACQUIRE_APERTURE | VIDMM_LOCK_USE_ALTERNATE_VA))
+        return vidmm_refuse("vidmm_lock", "flags",
+                            "ACQUIRE_APERTURE or USE_ALTERNATE_VA (swizzling ranges) on a WDDM2 device", "6.6, 8");
+    return 0;
+}
+
+int vm_w2_refuse_list(const vidmm_device *dev, const char *call)
+{
+    if (!dev->w2.on)
+        return 0;
+    return vidmm_refuse(call, "dev",
+                        "allocation-list residency on a WDDM2 device (vidmm_wddm2_make_resident, vidmm_va_submit)", "12");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes and charges.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Index of the state of 'process', made when 'create' (budgets at the groups' maximum);
+ * -1 when absent, or no memory to make it. */
+static ptrdiff_t proc_index(vidmm_device *dev, uint32_t process, bool create)
+{
+    for (uint32_t i = 0; i < dev->w2.nprocs; i++)
+        if (dev->w2.procs[i].process == process)
+            return (ptrdiff_t)i;
+    if (!create)
+        return -1;
+    if (dev->w2.nprocs == dev->w2.cap_procs) {
+        uint32_t cap = dev->w2.cap_procs ? dev->w2.cap_procs * 2 : 8;
+        struct vm_w2_proc *p = realloc(dev->w2.procs, sizeof *p * cap);
+        if (!p)
+            return -1;
+        dev->w2.procs = p;
+        dev->w2.cap_procs = cap;
+    }
+    struct vm_w2_proc *p = &dev->w2.procs[dev->w2.nprocs];
+    memset(p, 0, sizeof *p);
+    p->process = process;
+    p->budget[0] = dev->w2.group_max[0];
+    p->budget[1] = dev->w2.group_max[1];
+    return (ptrdiff_t)dev->w2.nprocs++;
+}
+
+/* The group 'a' is charged to if its count leaves 0 now (see the file comment). */
+static int charge_group(const vidmm_device *dev, const struct vm_alloc *a)
+{
+    if (a->seg && (a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE))
+        return seg_group(a->seg);
+    const uint32_t set = a->g->supported, pref = a->g->desc.preferred_segment;
+    for (int k = 0; k < 5; k++) {
+        uint32_t id = (pref >> (6 * k)) & 0x1F;
+        if (id == 0)
+            break;
+        if (id <= dev->nseg && (set & (1u << (id - 1))))
+            return seg_group(&dev->seg[id - 1]);
+    }
+    for (uint32_t id = 1; id <= dev->nseg; id++)
+        if (set & (1u << (id - 1)))
+            return seg_group(&dev->seg[id - 1]);
+    return -1;
+}
+
+static void uncharge(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->w2.group >= 0) {
+        ptrdiff_t pi = proc_index(dev, a->w2.process, false);
+        if (pi >= 0)
+            dev->w2.procs[pi].usage[a->w2.group] -= a->w2.charged;
+    }
+    a->w2.group = -1;
+    a->w2.charged = 0;
+}
+
+/* What the process of each allocation in 'u' is over its budgets (summed over processes and
+ * groups): NumBytesToTrim. */
+static uint64_t over_budget(vidmm_device *dev, struct vm_alloc *const *u, size_t n)
+{
+    const uint32_t tag = ++dev->w2.tag;
+    uint64_t over = 0;
+    for (size_t i = 0; i < n; i++) {
+        ptrdiff_t pi = proc_index(dev, u[i]->g->desc.process, false);
+        if (pi < 0 || dev->w2.procs[pi].tag == tag)
+            continue;
+        struct vm_w2_proc *p = &dev->w2.procs[pi];
+        p->tag = tag;
+        for (int g = 0; g < 2; g++)
+            if (p->usage[g] > p->budget[g])
+                over += p->usage[g] - p->budget[g];
+    }
+    return over;
+}
+
+void vm_w2_alloc_free(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (!dev->w2.on)
+        return;
+    vm_va_alloc_unmap_all(dev, a);
+    if (a->w2.res_count)
+        uncharge(dev, a);
+    a->w2.res_count = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lists: validated, deduplicated (an allocation listed k times: w2.n = k).
+ * ------------------------------------------------------------------------------------------- */
+
+/* collect() fills 'u' with the distinct allocations of 'h' (mutex held, handles checked). */
+static size_t collect(vidmm_device *dev, const vidmm_handle *h, uint32_t count, struct vm_alloc **u)
+{
+    const uint32_t tag = ++dev->w2.tag;
+    size_t n = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vm_alloc *a = vm_lookup(dev, h[i]);
+        if (a->w2.tag != tag) {
+            a->w2.tag = tag;
+            a->w2.n = 0;
+            u[n++] = a;
+        }
+        a->w2.n++;
+    }
+    return n;
+}
+
+/* begin(): the checks every residency call makes once the mutex is taken. */
+static int begin(vidmm_device *dev, const vidmm_handle *h, uint32_t count, const char *call)
+{
+    if (dev->removed)
+        return VIDMM_E_DEVICE_REMOVED;
+    if (!dev->w2.on)
+        return vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    return vm_check_handles_(dev, h, count, call);
+}
+
+static bool is_placed(const struct vm_alloc *a)
+{
+    return a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE;
+}
+
+static void release(vidmm_device *dev, struct vm_alloc **u, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        u[i]->hold--;
+    if (dev->hold_waiters)
+        pthread_cond_broadcast(&dev->paging_cv); /* a destroy may wait for them */
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MakeResident (spec 12, 15.21).
+ * ------------------------------------------------------------------------------------------- */
+int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args)
+{
+    static const char call[] = "vidmm_wddm2_make_resident";
+    if (!dev || !args || args->size_of < sizeof *args)
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    if (!args->allocations || args->count == 0 || args->count > MAX_LIST)
+        return vidmm_refuse(call, "count", "no list, or count not in 1..10240", "12");
+    if (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED))
+        return vidmm_refuse(call, "flags", "unknown bits", "12");
+    const bool must = (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) != 0;
+    struct vm_alloc **u = malloc(sizeof *u * args->count);
+    if (!u)
+        return VIDMM_E_NO_MEMORY;
+    pthread_mutex_lock(&dev->mu);
+    int err;
+    size_t n;
+retry:
+    if ((err = begin(dev, args->allocations, args->count, call)) != 0)
+        goto out;
+    n = collect(dev, args->allocations, args->count, u);
+    for (size_t i = 0; i < n; i++) /* offer hook: reclaim before use (spec 15.20, offer.c) */
+        if ((err = vm_offer_refuse_use(u[i], call)) != 0)
+            goto out;
+    /* Written out to the disk tier: read back first; the wait releases the mutex, so the list
+     * is checked again from the start. */
+    for (size_t i = 0; i < n; i++) {
+        if (u[i]->where == VIDMM_WHERE_DISK || u[i]->swap != VM_SWAP_NONE) {
+            if ((err = vm_swap_in(dev, &u[i], 1, true, NULL)) != 0)
+                goto out;
+            goto retry;
+        }
+    }
+    /* The budgets, before anything changes (spec 15.21: atomic). */
+    const uint32_t tag = ++dev->w2.tag;
+    for (size_t i = 0; i < n; i++) {
+        struct vm_alloc *a = u[i];
+        a->w2.group = a->w2.res_count ? a->w2.group : charge_group(dev, a);
+        if (a->w2.res_count || a->w2.group < 0)
+            continue;
+        ptrdiff_t pi = proc_index(dev, a->g->desc.process, true);
+        if (pi < 0) {
+            err = VIDMM_E_NO_MEMORY;
+            goto out;
+        }
+        struct vm_w2_proc *p = &dev->w2.procs[pi];
+        if (p->tag != tag) {
+            p->tag = tag;
+            p->need[0] = p->need[1] = 0;
+        }
+        p->need[a->w2.group] += a->g->size;
+    }
+    uint64_t trim = 0;
+    for (uint32_t k = 0; k < dev->w2.nprocs; k++) {
+        const struct vm_w2_proc *p = &dev->w2.procs[k];
+        for (int g = 0; p->tag == tag && g < 2; g++) {
+            if (!p->need[g] || p->usage[g] + p->need[g] <= p->budget[g])
+                continue;
+            /* CantTrimFurther: over the current budget is allowed, over the maximum not. */
+            const uint64_t limit = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) ? dev->w2.group_max[g]
+                                                                                       : p->budget[g];
+            if (p->usage[g] + p->need[g] > limit)
+                trim += p->usage[g] + p->need[g] - p->budget[g];
+        }
+    }
+    args->made_resident = 0;
+    args->bytes_to_trim = trim;
+    if (trim) {
+        err = VIDMM_E_NO_MEMORY;
+        goto out;
+    }
+    /* Page in what is not resident, every listed allocation held: none is another's victim. */
+    for (size_t i = 0; i < n; i++)
+        u[i]->hold++;
+    for (size_t i = 0; i < n && !err; i++) {
+        struct vm_alloc *a = u[i];
+        if (is_placed(a)) {
+            vm_touch(dev, a);
+            continue;
+        }
+        const uint32_t from = a->where;
+        const bool had_backing = a->has_backing && a->backing_valid;
+        /* Locked: its CPU pointer must stay valid, so only an aperture may take it (spec 6.6:
+         * not committed to a memory segment for the lock's duration). */
+        unsigned use = VM_USE_ANY | (a->lock_count ? VM_USE_APERTURE_ONLY : 0);
+        err = vm_make_resident(dev, a, use, false);
+        if (err) {
+            if (err != VIDMM_E_DEVICE_REMOVED && err != VIDMM_E_ALLOCATION_INVALID) {
+                /* No room even after evicting everything off the residency list. */
+                args->bytes_to_trim = a->g->size;
+                err = VIDMM_E_NO_MEMORY;
+            }
+            break;
+        }
+        if (a->where == VIDMM_WHERE_SEGMENT)
+            a->w2.origin = from == VIDMM_WHERE_NONE ? VM_W2_ORIGIN_FILL
+                         : from == VIDMM_WHERE_SYSMEM && had_backing ? VM_W2_ORIGIN_BACKING
+                                                                    : VM_W2_ORIGIN_UNKNOWN;
+    }
+    release(dev, u, n);
+    if (err)
+        goto out;
+    uint64_t last = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct vm_alloc *a = u[i];
+        if (a->w2.res_count == 0 && a->w2.group >= 0) {
+            ptrdiff_t pi = proc_index(dev, a->g->desc.process, false); /* made above */
+            dev->w2.procs[pi].usage[a->w2.group] += a->g->size;
+            a->w2.process = a->g->desc.process;
+            a->w2.charged = a->g->size;
+        }
+        a->w2.res_count += a->w2.n;
+        if (a->paging_fence > last)
+            last = a->paging_fence;
+    }
+    args->made_resident = args->count;
+    args->paging_fence = last;
+    err = last > dev->paging_done ? VIDMM_PENDING : 0;
+out:
+    free(u);
+    vm_unlock_and_page(dev);
+    if (err < 0 && must && err != VIDMM_E_INVALID_ARG && err != VIDMM_E_DEVICE_REMOVED) {
+        /* MustSucceed: residency could not be had - the device is in error (spec 12). */
+        vidmm_log(VIDMM_LOG_WARN, "%s: MUST_SUCCEED failed (%s): device removed (spec 12)", call, vidmm_strerror(err));
+        vidmm_device_remove(dev);
+        err = VIDMM_E_DEVICE_REMOVED;
+    }
+    return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Evict (spec 12, 15.21).
+ * ------------------------------------------------------------------------------------------- */
+
+/* evict_now(): 'a' left the residency list without EVICT_ONLY_IF_NECESSARY. Pinned, locked or
+ * held allocations stay where they are. */
+static void evict_now(vidmm_device *dev, struct vm_alloc *a, bool not_written)
+{
+    if (!is_placed(a) || a->pinned || a->lock_count || a->hold)
+        return;
+    if (vm_offer_discardable(dev, a)) {
+        vm_offer_discard(dev, a); /* offer hook: offered content is discarded, not paged out (offer.c) */
+        return;
+    }
+    const bool sysmem_backed = (a->g->desc.flags & (VIDMM_ALLOC_PERMANENT_SYSMEM | VIDMM_ALLOC_EXISTING_SYSMEM |
+                                                   VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM)) != 0;
+    const bool rebuildable = a->w2.origin == VM_W2_ORIGIN_FILL ||
+                             (a->w2.origin == VM_W2_ORIGIN_BACKING && a->has_backing);
+    if (not_written && a->where == VIDMM_WHERE_SEGMENT && !sysmem_backed && !a->dirty && rebuildable) {
+        /* NotWrittenTo, and the engine knows the content unchanged since its page-in: dropped
+         * (DISCARD_CONTENT, spec 15.5, 15.21); the backing store still holds it, or it was the
+         * fill pattern and the next page-in fills again. */
+        struct vm_pop p;
+        memset(&p, 0, sizeof p);
+        p.op.type = VIDMM_PAGING_DISCARD_CONTENT;
+        p.op.allocation = a->handle;
+        p.op.driver_data = a->g->desc.driver_data;
+        p.op.size = a->g->size;
+        p.op.dst.segment_id = a->seg->id;
+        p.op.dst.segment_address = a->seg->base_address + a->offset;
+        p.a = a;
+        p.sync = (a->g->desc.flags & VIDMM_ALLOC_SYNCHRONOUS_PAGING) != 0;
+        a->paging_fence = vm_emit(dev, &p);
+        if (a->w2.origin == VM_W2_ORIGIN_BACKING)
+            a->backing_valid = true;
+        vm_unplace(dev, a); /* SYSMEM with a valid backing store, else NONE */
+        dev->st.evictions++;
+        return;
+    }
+    /* A written one goes out by transfer anyway; no host memory for its backing store: it
+     * stays (an eviction is a request, spec 12). */
+    (void)vm_evict_one(dev, a, false, false);
+}
+
+int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
+{
+    static const char call[] = "vidmm_wddm2_evict";
+    if (!dev || !args || args->size_of < sizeof *args)
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    if (!args->allocations || args->count == 0 || args->count > MAX_LIST)
+        return vidmm_refuse(call, "count", "no list, or count not in 1..10240", "12");
+    if (args->flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO))
+        return vidmm_refuse(call, "flags", "unknown bits", "12");
+    struct vm_alloc **u = malloc(sizeof *u * args->count);
+    if (!u)
+        return VIDMM_E_NO_MEMORY;
+    pthread_mutex_lock(&dev->mu);
+    int err = begin(dev, args->allocations, args->count, call);
+    size_t n = err ? 0 : collect(dev, args->allocations, args->count, u);
+    for (size_t i = 0; !err && i < n; i++)
+        if (u[i]->w2.n > u[i]->w2.res_count) /* engine policy (spec 15.21) */
+            err = vidmm_refuse(call, "allocations", "more evictions than residency references", "15.21");
+    for (size_t i = 0; !err && i < n; i++) {
+        struct vm_alloc *a = u[i];
+        a->w2.res_count -= a->w2.n;
+        if (a->w2.res_count)
+            continue;
+        uncharge(dev, a);
+        if (!(args->flags & VIDMM_EVICT_ONLY_IF_NECESSARY))
+            evict_now(dev, a, (args->flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
+    }
+    if (!err)
+        args->bytes_to_trim = over_budget(dev, u, n);
+    free(u);
+    vm_unlock_and_page(dev);
+    return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Queries, paging fences, budgets.
+ * ------------------------------------------------------------------------------------------- */
+int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, uint32_t *status,
+                                uint32_t *refs)
+{
+    static const char call[] = "vidmm_wddm2_query_residency";
+    if (!dev || !handles || !status || count == 0 || count > MAX_LIST)
+        return vidmm_refuse(call, !dev ? "dev" : !handles ? "handles" : !status ? "status" : "count",
+                            "NULL, or count not in 1..10240", "12");
+    pthread_mutex_lock(&dev->mu);
+    int err = begin(dev, handles, count, call);
+    for (uint32_t i = 0; !err && i < count; i++) {
+        const struct vm_alloc *a = vm_lookup(dev, handles[i]);
+        status[i] = a->where == VIDMM_WHERE_SEGMENT    ? VIDMM_RESIDENCY_IN_GPU_MEMORY
+                    : a->where == VIDMM_WHERE_APERTURE ? VIDMM_RESIDENCY_IN_SHARED_MEMORY
+                                                       : VIDMM_RESIDENCY_NOT_RESIDENT;
+        if (refs)
+            refs[i] = a->w2.res_count;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev)
+{
+    if (!dev)
+        return 0;
+    pthread_mutex_lock(&dev->mu);
+    uint64_t f = dev->paging_done;
+    pthread_mutex_unlock(&dev->mu);
+    return f;
+}
+
+int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
+{
+    static const char call[] = "vidmm_wddm2_paging_fence_wait";
+    if (!dev)
+        return vidmm_refuse(call, "dev", "NULL", "wddm2.h");
+    struct timespec dl;
+    if (timeout_ns != UINT64_MAX)
+        vm_deadline(timeout_ns, &dl);
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (!dev->w2.on)
+        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    else if (fence > dev->paging_issued)
+        err = vidmm_refuse(call, "fence", "never issued", "wddm2.h");
+    else if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else
+        err = vm_wait_paging_until(dev, fence, timeout_ns == UINT64_MAX ? NULL : &dl);
+    if (err == VIDMM_E_ALLOCATION_INVALID || (err == 0 && dev->removed))
+        err = VIDMM_E_DEVICE_REMOVED; /* a paging operation failed: the device is removed */
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes)
+{
+    static const char call[] = "vidmm_wddm2_set_budget";
+    if (!dev || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
+        return vidmm_refuse(call, !dev ? "dev" : "group", "NULL, or not LOCAL / NON_LOCAL", "15.22");
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!dev->w2.on)
+        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    else if (bytes > dev->w2.group_max[group])
+        err = vidmm_refuse(call, "bytes", "above the group's maximum budget", "15.22");
+    ptrdiff_t pi = err ? -1 : proc_index(dev, process, true);
+    if (!err && pi < 0)
+        err = VIDMM_E_NO_MEMORY;
+    if (!err) {
+        struct vm_w2_proc *p = &dev->w2.procs[pi];
+        p->budget[group] = bytes < p->reservation[group] ? p->reservation[group] : bytes;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_wddm2_last_fault(vidmm_device *dev, struct vidmm_gpu_fault *out)
+{
+    if (!dev || !out || out->size_of < sizeof *out)
+        return vidmm_refuse("vidmm_wddm2_last_fault", !dev ? "dev" : "out", "NULL, or size_of too small", "wddm2.h");
+    pthread_mutex_lock(&dev->mu);
+    int err = dev->w2.faulted ? 0 : VIDMM_E_NOT_AVAILABLE;
+    if (!err) {
+        out->size_of = sizeof *out;
+        out->va = dev->w2.fault_va;
+        out->process = dev->w2.fault_process;
+        out->allocation = dev->w2.fault_alloc;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+/* AvailableForReservation of process index 'pi' (-1: a process not seen) in 'group': the
+ * group's maximum less the other processes' reservations. */
+static uint64_t available(const vidmm_device *dev, ptrdiff_t pi, uint32_t group)
+{
+    uint64_t others = 0;
+    for (uint32_t k = 0; k < dev->w2.nprocs; k++)
+        if ((ptrdiff_t)k != pi)
+            others += dev->w2.procs[k].reservation[group];
+    return others >= dev->w2.group_max[group] ? 0 : dev->w2.group_max[group] - others;
+}
+
+int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process, uint32_t group,
+                                   struct vidmm_video_memory_info *out)
+{
+    static const char call[] = "vidmm_wddm2_query_video_memory";
+    if (!dev || !out || out->size_of < sizeof *out || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
+        return vidmm_refuse(call, !dev ? "dev" : !out ? "out" : out->size_of < sizeof *out ? "out->size_of" : "group",
+                            "NULL, size_of too small, or not LOCAL / NON_LOCAL", "12");
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!dev->w2.on)
+        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    if (!err) {
+        ptrdiff_t pi = proc_index(dev, process, false); /* a query creates nothing */
+        const struct vm_w2_proc *p = pi >= 0 ? &dev->w2.procs[pi] : NULL;
+        out->size_of = sizeof *out;
+        out->budget = p ? p->budget[group] : dev->w2.group_max[group];
+        out->current_usage = p ? p->usage[group] : 0;
+        out->current_reservation = p ? p->reservation[group] : 0;
+        out->available_for_reservation = available(dev, pi, group);
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes)
+{
+    static const char call[] = "vidmm_wddm2_change_reservation";
+    if (!dev || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
+        return vidmm_refuse(call, !dev ? "dev" : "group", "NULL, or not LOCAL / NON_LOCAL", "15.22");
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!dev->w2.on)
+        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    ptrdiff_t pi = err ? -1 : proc_index(dev, process, false);
+    if (!err && bytes > available(dev, pi, group))
+        err = vidmm_refuse(call, "bytes", "outside [0, AvailableForReservation]", "15.22");
+    if (!err && pi < 0 && (pi = proc_index(dev, process, true)) < 0)
+        err = VIDMM_E_NO_MEMORY;
+    if (!err) {
+        struct vm_w2_proc *p = &dev->w2.procs[pi];
+        p->reservation[group] = bytes;
+        if (p->budget[group] < bytes)
+            p->budget[group] = bytes;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}

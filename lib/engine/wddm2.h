@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/engine/wddm2.h - the WDDM2 model's state inside the engine (include/vidmm/wddm2.h):
+ * what an allocation and a device carry for GPU VA spaces (gpuva.c) and residency and budgets
+ * (residency.c), and the hooks the rest of the engine calls. Included by engine.h; everything
+ * here is guarded by the device mutex unless a comment says otherwise. */
+#ifndef VIDMM_LIB_ENGINE_WDDM2_H
+#define VIDMM_LIB_ENGINE_WDDM2_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include "vidmm/wddm2.h"
+
+struct vm_alloc;
+struct vm_pop;
+struct vm_va_map;
+struct vm_va_space_list;
+struct vidmm_va_space;
+
+/* What the content of a resident allocation was when it was paged in, for NOT_WRITTEN_TO
+ * evictions (residency.c): only then does the engine know a dropped copy can be rebuilt. */
+enum vm_w2_origin {
+    VM_W2_ORIGIN_UNKNOWN = 0,   /* transfer it out */
+    VM_W2_ORIGIN_FILL,          /* it was the fill pattern: page in by FILL again */
+    VM_W2_ORIGIN_BACKING        /* the backing store still holds it */
+};
+
+/* Per allocation (struct vm_alloc.w2). */
+struct vm_w2_alloc {
+    uint32_t res_count;         /* residency references: MakeResident minus Evict */
+    int32_t group;              /* budget group charged while res_count > 0, -1: none */
+    uint32_t process;           /* charged process */
+    uint64_t charged;           /* bytes charged */
+    uint8_t origin;             /* enum vm_w2_origin, while placed */
+    struct vm_va_map *maps;     /* its GPU VA mappings (a_next list) */
+    uint32_t pte_seg;           /* what its entries point at, as queued: segment ID (0: invalid) */
+    uint64_t pte_off;           /*  and offset in it */
+    uint32_t tag;               /* scratch of the call walking a list */
+    uint32_t n;                 /* scratch: listings in that list */
+};
+
+struct vm_w2_proc {
+    uint32_t process;
+    uint64_t budget[2], usage[2], reservation[2];
+    uint64_t need[2];           /* scratch of a make-resident: bytes it would add */
+    uint32_t tag;               /* scratch: the call that last touched 'need' */
+};
+
+/* Per device (vidmm_device.w2). */
+struct vm_w2_dev {
+    bool on;                    /* VIDMM_DEVICE_WDDM2 */
+    uint64_t group_max[2];      /* sizes of the segments of each budget group */
+    struct vm_w2_proc *procs;
+    uint32_t nprocs, cap_procs;
+    struct vidmm_va_space *spaces;  /* live VA spaces */
+    struct vidmm_va_space *dead;    /* destroyed, freed once paging passed their last op */
+    uint32_t tag;
+    bool faulted;
+    uint64_t fault_va;
+    uint32_t fault_process;
+    vidmm_handle fault_alloc;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Hooks (each call site says "WDDM2 hook" in a comment).
+ * ------------------------------------------------------------------------------------------- */
+/* device.c check_desc(): the WDDM2 rules of the descriptor (no swizzling ranges, no lazy
+ * ranges, at most 30 segments, a segment in one budget group). 0 or VIDMM_E_INVALID_ARG. */
+int vm_w2_check_desc(const struct vidmm_device_desc *d);
+/* device.c vidmm_device_create() / device_free(). */
+void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d);
+void vm_w2_fini(vidmm_device *dev);
+/* alloc.c check_alloc(): renaming and USE_ALTERNATE_VA refused in WDDM2 mode. */
+int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d);
+/* lock.c vidmm_lock() (to be wired): DISCARD, NO_EXISTING_REFERENCE, ACQUIRE_APERTURE and
+ * USE_ALTERNATE_VA refused in WDDM2 mode. 0 or VIDMM_E_INVALID_ARG. */
+int vm_w2_check_lock(const vidmm_device *dev, uint32_t lock_flags);
+/* submit.c: allocation-list residency (vidmm_submit(), vidmm_make_resident()) refused. */
+int vm_w2_refuse_list(const vidmm_device *dev, const char *call);
+/* alloc.c vm_set_where(): the allocation's placement may have changed; queue the page-table
+ * updates of its mappings (gpuva.c). Cheap when it has none. */
+void vm_w2_placed(vidmm_device *dev, struct vm_alloc *a);
+/* alloc.c vm_instance_free(): its mappings go, its references and charge too. */
+void vm_w2_alloc_free(vidmm_device *dev, struct vm_alloc *a);
+/* paging.c run_one(): an UPDATE_PAGE_TABLE operation runs - write its entries. */
+void vm_va_apply(const struct vm_pop *p);
+
+/* gpuva.c, for residency.c. */
+void vm_va_spaces_free(vidmm_device *dev);
+void vm_va_alloc_unmap_all(vidmm_device *dev, struct vm_alloc *a);
+
+#endif /* VIDMM_LIB_ENGINE_WDDM2_H */

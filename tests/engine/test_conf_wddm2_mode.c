@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/engine/test_conf_wddm2_mode.c - conformance: a device in WDDM2 mode (VIDMM_DEVICE_WDDM2,
+ * include/vidmm/wddm2.h) and what it refuses - the WDDM1-only mechanisms (spec 6.6: "Swizzling
+ * ranges are removed in WDDM2", VidMm "no longer renames"; spec 12: residency "not by
+ * allocation lists"), the segment-count rule of spec 15.1 - and WDDM2 calls refused on a WDDM1
+ * device. Every refusal is VIDMM_E_INVALID_ARG and changes nothing. */
+#include "t_wddm2.h"
+
+#include <stdlib.h>
+
+static struct vidmm_device_desc w2_desc(struct vidmm_segment_desc *segs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        segs[i] = t_mem_seg(0x10000000ull + i * 0x100000ull, 64 * T_KiB, 0);
+    struct vidmm_device_desc d = t_ddesc(segs, n);
+    d.flags |= VIDMM_DEVICE_WDDM2;
+    return d;
+}
+
+/* spec 15.1: "IDs 1..N with N <= 31 (<= 30 when emulating WDDM2 so ID 31 stays system memory)". */
+Test(wddm2_mode, at_most_30_segments)
+{
+    struct vidmm_segment_desc segs[31];
+    struct vidmm_device_desc d = w2_desc(segs, 31);
+    t_create_refused(&d, "WDDM2 with 31 segments");
+    d.segment_count = 30;
+    t_create_ok(&d, "WDDM2 with 30 segments");
+    d.segment_count = 31;
+    d.flags &= ~VIDMM_DEVICE_WDDM2;
+    t_create_ok(&d, "WDDM1 with 31 segments (unchanged)");
+}
+
+/* spec 6.6: "Swizzling ranges are removed in WDDM2" - a device asking for any is refused. */
+Test(wddm2_mode, swizzling_ranges_refused)
+{
+    struct vidmm_segment_desc segs[1];
+    struct vidmm_device_desc d = w2_desc(segs, 1);
+    d.swizzling_ranges = 1;
+    t_create_refused(&d, "WDDM2 with a swizzling range");
+    d.swizzling_ranges = 0;
+    t_create_ok(&d, "WDDM2 without swizzling ranges");
+    d.flags &= ~VIDMM_DEVICE_WDDM2;
+    d.swizzling_ranges = 1;
+    t_create_ok(&d, "WDDM1 with a swizzling range (unchanged)");
+}
+
+/* spec 6.6: lazy ranges are swizzling ranges: refused too. */
+Test(wddm2_mode, lazy_ranges_refused)
+{
+    struct vidmm_segment_desc segs[1];
+    struct vidmm_device_desc d = w2_desc(segs, 1);
+    d.flags |= VIDMM_DEVICE_LAZY_RANGES;
+    t_create_refused(&d, "WDDM2 with LAZY_RANGES");
+}
+
+/* spec 15.22 (engine policy): LOCAL and NON_LOCAL are two groups; a segment in both is refused. */
+Test(wddm2_mode, segment_in_both_budget_groups_refused)
+{
+    struct vidmm_segment_desc segs[2];
+    struct vidmm_device_desc d = w2_desc(segs, 2);
+    segs[1].flags = VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP;
+    t_create_refused(&d, "a segment in both budget groups");
+    segs[1].flags = VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP;
+    t_create_ok(&d, "a segment in one group");
+}
+
+/* device.h: unknown device flag bits are still refused beside the WDDM2 bit. */
+Test(wddm2_mode, unknown_device_flag_refused)
+{
+    struct vidmm_segment_desc segs[1];
+    struct vidmm_device_desc d = w2_desc(segs, 1);
+    d.flags |= 0x10u;
+    t_create_refused(&d, "WDDM2 | unknown bit 0x10");
+}
+
+/* spec 6.6 / 7: renaming is WDDM1 only ("VidMm no longer renames"): a renaming limit is refused. */
+Test(wddm2_mode, renaming_refused_at_creation)
+{
+    vidmm_device *dev = w2_dev();
+    struct vidmm_alloc_desc d = t_adesc(64 * T_KiB, T_SET(T_VIS));
+    d.max_renaming = 4;
+    t_alloc_refused(dev, &d, "max_renaming on a WDDM2 device");
+    d.max_renaming = 0;
+    t_alloc(dev, &d);
+    vidmm_device_destroy(dev);
+    dev = t_dev_std();
+    d.max_renaming = 4;
+    t_alloc(dev, &d); /* WDDM1 unchanged */
+    vidmm_device_destroy(dev);
+}
+
+/* spec 6.6 / 8.4: UseAlternateVA belongs to the swizzling-range machinery: refused. */
+Test(wddm2_mode, use_alternate_va_refused_at_creation)
+{
+    vidmm_device *dev = w2_dev();
+    struct vidmm_alloc_desc d = t_adesc(64 * T_KiB, T_SET(T_VIS));
+    d.kind = VIDMM_ALLOC_KIND_PRIMARY;
+    d.flags |= VIDMM_ALLOC_USE_ALTERNATE_VA;
+    t_alloc_refused(dev, &d, "USE_ALTERNATE_VA primary on a WDDM2 device");
+    vidmm_device_destroy(dev);
+    dev = t_dev_std();
+    t_alloc(dev, &d); /* WDDM1: allowed on the primary */
+    vidmm_device_destroy(dev);
+}
+
+/* spec 12: "Residency is controlled only by a per-device residency requirement list (not by
+ * allocation lists)": vidmm_submit() with an allocation list is refused, nothing placed. */
+Test(wddm2_mode, allocation_list_submit_refused)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle h = t_alloc_simple(dev, 64 * T_KiB, T_SET(T_VIS));
+    struct t_snap s;
+    t_snap1(&s, dev, h);
+    struct vidmm_alloc_ref ref = { h, 0 };
+    uint64_t fence = 77;
+    T_REFUSED(&s, vidmm_submit(dev, &ref, 1, 0, NULL, &fence), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(fence, 77, "a refused submission wrote its fence");
+    cr_assert_eq(t_stats(dev).submissions, 0);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 12: the WDDM1 explicit make-resident is allocation-list residency too: refused. */
+Test(wddm2_mode, wddm1_make_resident_refused)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle h = t_alloc_simple(dev, 64 * T_KiB, T_SET(T_VIS));
+    struct t_snap s;
+    t_snap1(&s, dev, h);
+    T_REFUSED(&s, vidmm_make_resident(dev, &h, 1, NULL), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(w2_refs(dev, h), 0);
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h: every WDDM2 call is refused on a WDDM1 device, changing nothing. */
+Test(wddm2_mode, wddm2_calls_refused_on_wddm1_device)
+{
+    vidmm_device *dev = t_dev_std();
+    vidmm_handle h = t_alloc_simple(dev, 64 * T_KiB, T_SET(T_VIS));
+    struct t_snap s;
+    t_snap1(&s, dev, h);
+    vidmm_va_space *sp = (vidmm_va_space *)(uintptr_t)0x1234;
+    T_REFUSED(&s, vidmm_va_space_create(dev, T_PROC, &sp), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(sp, (vidmm_va_space *)(uintptr_t)0x1234, "a refused create wrote *out");
+    T_REFUSED(&s, w2_mr_rc(dev, &h, 1, 0, NULL), VIDMM_E_INVALID_ARG);
+    T_REFUSED(&s, w2_evict_rc(dev, &h, 1, 0, NULL), VIDMM_E_INVALID_ARG);
+    uint32_t st = 99;
+    T_REFUSED(&s, vidmm_wddm2_query_residency(dev, &h, 1, &st, NULL), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(st, 99);
+    T_REFUSED(&s, vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 0), VIDMM_E_INVALID_ARG);
+    T_REFUSED(&s, vidmm_wddm2_paging_fence_wait(dev, 0, 0), VIDMM_E_INVALID_ARG);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 6.6 / 7 / 8: Discard (renaming) and AcquireAperture / UseAlternateVA (swizzling ranges)
+ * lock flags are refused on a WDDM2 device. Disabled until lib/engine/lock.c calls
+ * vm_w2_check_lock() (residency.c) - lock.c is being changed by another engineer. */
+Test(wddm2_mode, wddm1_lock_flags_refused)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle h = t_alloc_simple(dev, 64 * T_KiB, T_SET(T_VIS) | T_SET(T_APE));
+    static const uint32_t bad[] = { VIDMM_LOCK_DISCARD, VIDMM_LOCK_DISCARD | VIDMM_LOCK_NO_EXISTING_REFERENCE,
+                                    VIDMM_LOCK_NO_EXISTING_REFERENCE, VIDMM_LOCK_ACQUIRE_APERTURE,
+                                    VIDMM_LOCK_ACQUIRE_APERTURE | VIDMM_LOCK_USE_ALTERNATE_VA };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct t_snap s;
+        t_snap1(&s, dev, h);
+        struct vidmm_lock_args a = t_largs(h, bad[i]);
+        T_REFUSED(&s, vidmm_lock(dev, &a), VIDMM_E_INVALID_ARG);
+    }
+    t_lock(dev, h, 0); /* a plain lock still works */
+    t_unlock(dev, h);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 9.2: DXGK_OPERATION_UPDATE_PAGE_TABLE = 11. */
+Test(wddm2_mode, update_page_table_value)
+{
+    cr_assert_eq(VIDMM_PAGING_UPDATE_PAGE_TABLE, 11);
+}
+
+/* spec 12, 13: the pending result is STATUS_PENDING (0x103, a success code) / E_PENDING. */
+Test(wddm2_mode, pending_maps_to_status_pending)
+{
+    cr_assert_eq(VIDMM_PENDING, 1);
+    cr_assert_eq(vidmm_error_to_ntstatus(VIDMM_PENDING), 0x00000103u);
+    cr_assert_eq(vidmm_error_to_hresult(VIDMM_PENDING), 0x8000000Au);
+    cr_assert_str_neq(vidmm_strerror(VIDMM_PENDING), "unknown error");
+}
+
+/* A WDDM2 device with the standard segments works as a device: creation, allocation, query,
+ * destroy; statistics count no paging before a make-resident. */
+Test(wddm2_mode, device_basics)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle h = t_alloc_simple(dev, 64 * T_KiB, T_SET(T_VIS));
+    cr_assert_eq(t_query(dev, h).where, VIDMM_WHERE_NONE);
+    cr_assert_eq(w2_status(dev, h, NULL), VIDMM_RESIDENCY_NOT_RESIDENT);
+    cr_assert_eq(t_paging_total(dev), 0);
+    T_OK(vidmm_alloc_destroy(dev, h));
+    vidmm_device_destroy(dev);
+}
