@@ -66,6 +66,16 @@ struct vidmm_kernel_ops {
                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
     void (*unswz_pairs16)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    /* The same with streaming stores. swz_pairs16_nt: for the pair-line layout (the GOB: bit 5
+     * above y0 is x4, so runs c, c + 1 (c even) of rows r, r + 1 are one 64-byte line, xo[c + 1]
+     * == xo[c] ^ 32 with bits 4 and 5 clear in xo[c] and yo[r]), each line written whole and back
+     * to back; 'tile' + every line 64-byte aligned, ncols even. unswz_pairs16_nt: each linear
+     * row's 16 * ncols bytes written in order; 'lin' and 'row_pitch' multiples of 64. Runs left
+     * over from groups of four take ordinary stores. No fence. NULL in the scalar table. */
+    void (*swz_pairs16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    void (*unswz_pairs16_nt)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
     /* Quads, for 8-byte runs whose next address bits are y0, then x at the run's scale (Morton with
      * 4-byte units, tiling.md 6.1: x0 y0 x1 y1 ...): runs c, c + 1 (c even) of rows r, r + 1
      * (r even) are one 32-byte block at tile + (xo[c] ^ yo[r] ^ zoff): row r run c, row r + 1

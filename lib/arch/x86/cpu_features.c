@@ -171,6 +171,22 @@ void vidmm_arch_cpu_describe(struct vidmm_cpu_info *info)
     info->llc_bytes = llc;
 }
 
+/* vidmm_arch_stream_linear_rows() (arch.h): Intel's. Cached: choose_walk() asks on every large
+ * deswizzle. */
+bool vidmm_arch_stream_linear_rows(void)
+{
+    static _Atomic int cached; /* 0 unknown, 1 no, 2 yes */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == 0) {
+        uint32_t r[4];
+        cpuid(0, 0, r);
+        /* "GenuineIntel": EBX "Genu", EDX "ineI", ECX "ntel". */
+        v = memcmp(&r[1], "Genu", 4) == 0 && memcmp(&r[3], "ineI", 4) == 0 && memcmp(&r[2], "ntel", 4) == 0 ? 2 : 1;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
+
 /* Skylake-SP and Cascade Lake (family 6, model 0x55) drop their clock when 512-bit registers are
  * busy, which costs more than the wider stores gain in a memory-bound kernel; libdeflate
  * withholds ZMM there for the same reason. Everywhere else AVX-512 is preferred where supported. */
