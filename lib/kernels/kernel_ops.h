@@ -105,12 +105,12 @@ struct vidmm_kernel_ops {
      * cols a multiple of 4. unswz_strip16_nt writes the linear rows with streaming stores ('lin'
      * and 'row_pitch' 32-byte aligned; no fence). Every line 64-byte aligned. NULL in the scalar
      * table. */
-    vidmm_swz_strip_fn swz_strip16;
+    vidmm_swz_strip_fn swz_strip16, swz_strip16_nt;
     vidmm_unswz_strip_fn unswz_strip16, unswz_strip16_nt;
     /* The same strips for the Morton quad layout (swz_qlines8_nt above): 'cols' 8-byte runs a
      * tile, a multiple of 4, 8 * cols linear bytes each. Ordinary stores. NULL in the scalar
      * table. */
-    vidmm_swz_strip_fn swz_qstrip8;
+    vidmm_swz_strip_fn swz_qstrip8, swz_qstrip8_nt;
     vidmm_unswz_strip_fn unswz_qstrip8;
 };
 

@@ -1281,9 +1281,12 @@ static void strips_on(enum vidmm_backend backend)
             /* NONTEMPORAL deswizzles take the strip walk only from 32-byte aligned rows. */
             const size_t pitch = strategies[si] == VIDMM_STRATEGY_NONTEMPORAL ? row + 64 : row + 20;
             const size_t slice = pitch * sc->height, ln = slice * sc->depth;
-            unsigned char *back = NULL, *want = malloc(tn), *got = malloc(tn);
-            void *lbase = NULL, *bbase = NULL;
-            cr_assert(want && got);
+            unsigned char *back = NULL, *want = malloc(tn), *got = NULL;
+            void *lbase = NULL, *bbase = NULL, *gbase = NULL;
+            cr_assert(want != NULL);
+            /* A 64-byte aligned tiled side, so that the streaming walks (whole lines) run. */
+            cr_assert_eq(posix_memalign(&gbase, 64, tn), 0);
+            got = gbase;
             cr_assert_eq(posix_memalign(&lbase, 64, ln), 0);
             cr_assert_eq(posix_memalign(&bbase, 64, ln), 0);
             unsigned char *lin64 = lbase;

@@ -731,6 +731,14 @@ static void unswz_strip16(const unsigned char *src, unsigned char *lin, size_t r
     STRIP16_DISPATCH(true, false)
 }
 
+static void swz_strip16_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
+                           unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                           unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    STRIP16_DISPATCH(false, true)
+}
+
 static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                              unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
                              unsigned nquads)
@@ -818,11 +826,11 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
     }
 }
 
-#define QSTRIP8_DISPATCH(untile)                                                                            \
+#define QSTRIP8_DISPATCH(untile, nt)                                                                       \
     switch (cols) {                                                                                         \
-    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, false); break; \
-    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, false); break; \
-    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, false); break; \
+    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt); break; \
+    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, nt); break; \
+    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt); break; \
     }
 
 static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -830,7 +838,15 @@ static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t r
                         unsigned nquads)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(false)
+    QSTRIP8_DISPATCH(false, false)
+}
+
+static void swz_qstrip8_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
+                           unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                           unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    QSTRIP8_DISPATCH(false, true)
 }
 
 static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
@@ -838,7 +854,7 @@ static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t r
                           unsigned nquads)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(true)
+    QSTRIP8_DISPATCH(true, false)
 }
 #undef QSTRIP8_DISPATCH
 
@@ -904,6 +920,8 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .swz_lines16_nt = swz_lines16_nt,
     .swz_qlines8_nt = swz_qlines8_nt,
     .swz_strip16 = swz_strip16,
+    .swz_strip16_nt = swz_strip16_nt,
+    .swz_qstrip8_nt = swz_qstrip8_nt,
     .unswz_strip16 = unswz_strip16,
     .unswz_strip16_nt = unswz_strip16_nt,
     .swz_qstrip8 = swz_qstrip8,
