@@ -76,6 +76,14 @@ struct vidmm_kernel_ops {
                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
     void (*unswz_pairs16_nt)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                              const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    /* Long runs: rows [0, nrows) x runs [0, ncols) of 'run' bytes (64 <= run, a multiple of 64)
+     * between the tile (run c of row r at tile + (xo[c] ^ yo[r] ^ zoff)) and the linear rows (at
+     * lin + r * row_pitch + run * c), whole vectors, ordinary stores: Intel X's 512-byte tile rows
+     * (64 bytes with the bit-6 swizzle). NULL in the scalar table. */
+    void (*swz_runs64)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                       const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
+    void (*unswz_runs64)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
     /* Quads, for 8-byte runs whose next address bits are y0, then x at the run's scale (Morton with
      * 4-byte units, tiling.md 6.1: x0 y0 x1 y1 ...): runs c, c + 1 (c even) of rows r, r + 1
      * (r even) are one 32-byte block at tile + (xo[c] ^ yo[r] ^ zoff): row r run c, row r + 1

@@ -477,6 +477,51 @@ static void unswz_pairs16(const unsigned char *src, unsigned char *lin, size_t r
     PAIRS16_DISPATCH(true, false)
 }
 
+/* swz_runs64 / unswz_runs64 (kernel_ops.h): runs of 'run' bytes (a multiple of 64), each moved
+ * as whole vectors; one call per tile part instead of a C library call per run. */
+static inline __attribute__((always_inline)) void runs64_body(unsigned char *tile, unsigned char *lin,
+                                                              size_t row_pitch, const uint32_t *xo,
+                                                              const uint32_t *yo, uint32_t zoff, unsigned ncols,
+                                                              unsigned nrows, unsigned run, bool untile)
+{
+    for (unsigned r = 0; r < nrows; r++) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *lrow = lin + r * row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tile + (xo[c] ^ yoff), *lp = lrow + (size_t)run * c;
+            unsigned char *d = untile ? lp : tp;
+            const unsigned char *src = untile ? tp : lp;
+            for (unsigned k = 0; k < run; k += LINE) {
+                VEC v[PER_LINE];
+                for (unsigned i = 0; i < PER_LINE; i++)
+                    v[i] = LOADU(src + k + i * VL);
+                for (unsigned i = 0; i < PER_LINE; i++)
+                    STOREU(d + k + i * VL, v[i]);
+            }
+        }
+    }
+}
+
+static void swz_runs64(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
+                       const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (run == 512) /* Intel X */
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false);
+    else
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false);
+}
+
+static void unswz_runs64(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
+{
+    unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (run == 512)
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true);
+    else
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true);
+}
+
 /* swz_pairs16_nt / unswz_pairs16_nt (kernel_ops.h): the same walks with streaming stores, to
  * the tile (each line's granules written back to back: a line of the pair-line layout is runs
  * c, c + 1 of one row pair) or to the linear rows (each row's 16 * ncols bytes written in order).
@@ -914,6 +959,8 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .swz_pairs16 = swz_pairs16,
     .unswz_pairs16 = unswz_pairs16,
     .swz_pairs16_nt = swz_pairs16_nt,
+    .swz_runs64 = swz_runs64,
+    .unswz_runs64 = unswz_runs64,
     .unswz_pairs16_nt = unswz_pairs16_nt,
     .swz_quads8 = swz_quads8,
     .unswz_quads8 = unswz_quads8,
