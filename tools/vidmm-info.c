@@ -399,7 +399,11 @@ static bool report_cpu(void)
 
     out_size("cache_line", "cache line", info.cache_line, true);
     out_size("llc_bytes", "last-level cache", info.llc_bytes, true);
+    out_size("l2_bytes", "L2 cache", info.l2_bytes, true);
     out_size("nt_threshold", "NT threshold", info.nt_threshold, false);
+    out_str("stream_linear_rows", "stream linear rows",
+            (info.store_policy & VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS) ? "yes (this CPU kind measured faster)"
+                                                                        : "no (ordinary stores)");
     obj_end();
     return true;
 }

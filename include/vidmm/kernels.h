@@ -185,7 +185,17 @@ struct vidmm_cpu_info {
     uint32_t cache_line;         /* bytes flushed per line (CPUID), 64 when unknown */
     uint64_t llc_bytes;          /* last-level cache size, 0 when unknown */
     uint64_t nt_threshold;       /* the copy/fill temporal -> non-temporal switch in use */
+    /* Since 0.2 (a caller built against 0.1 passes the smaller size and gets the fields above). */
+    uint64_t l2_bytes;           /* the second-level cache (per core), 0 when unknown */
+    uint32_t store_policy;       /* VIDMM_STORE_POLICY_* the swizzle walks follow on this CPU */
 };
+
+/* vidmm_cpu_info().store_policy: choices the swizzle walks make from measurements per CPU kind
+ * (lib/kernels/swizzle_walk.c has the figures). Set: a deswizzle larger than nt_threshold writes
+ * the block-linear GOB's linear rows with streaming stores, whole lines (Intel); clear: ordinary
+ * stores (AMD Zen 3 measured those faster). VIDMM_STRATEGY_NONTEMPORAL asks for streaming stores
+ * on any CPU. */
+#define VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS (1u << 0)
 
 #define VIDMM_CPU_SSE2        (1ull << 0)
 #define VIDMM_CPU_SSE41       (1ull << 1)

@@ -265,8 +265,10 @@ enum vidmm_swizzle_walk {
     VIDMM_SWIZZLE_WALK_TILES = 1,        /* tile tables, ordinary stores */
     VIDMM_SWIZZLE_WALK_TILES_NT = 2,     /* tile tables, streaming stores to the tiled side */
     VIDMM_SWIZZLE_WALK_STRIPS = 3,       /* four-row strips, ordinary stores */
-    VIDMM_SWIZZLE_WALK_STRIPS_NT = 4,    /* four-row strips, streaming stores to the linear side */
-    VIDMM_SWIZZLE_WALK_STREAM_LOAD = 5   /* whole tiles read with streaming loads */
+    VIDMM_SWIZZLE_WALK_STRIPS_NT = 4,    /* four-row strips, streaming stores (a swizzle's tiled
+                                            side, a deswizzle's linear side) */
+    VIDMM_SWIZZLE_WALK_STREAM_LOAD = 5,  /* whole tiles read with streaming loads */
+    VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR = 6 /* tile tables, streaming stores to the linear side */
 };
 
 struct vidmm_swizzle_plan_info {

@@ -23,6 +23,12 @@ size_t vidmm_arch_cache_line(void);
  * should get the AVX-512 table by default. */
 bool vidmm_arch_prefer_avx512(void);
 
+/* vidmm_arch_stream_linear_rows() is a store policy measured per CPU kind: whether a deswizzle
+ * larger than the cache should write its linear rows with streaming stores (whole lines, a few
+ * rows at a time). True on Intel (a Cascade Lake gained 1.5x), false elsewhere (Zen 3 lost 2x:
+ * lib/kernels/swizzle_walk.c has the figures). Computed once. */
+bool vidmm_arch_stream_linear_rows(void);
+
 /* vidmm_arch_flush() maintains every line overlapping [p, p + n) with 'insn' (never AUTO; the
  * caller checked the CPU has it and that it can do 'op'), with the fences of kernels.h. n > 0. */
 void vidmm_arch_flush(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn);

@@ -3,6 +3,7 @@
  * VIDMM_DISABLE_CPU_FEATURES, and answer what runs. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 #include "arch/arch.h"
@@ -271,16 +272,23 @@ void vidmm_kernels_reset(void)
 
 int vidmm_cpu_info(struct vidmm_cpu_info *info)
 {
-    /* The first published version of the struct ends after nt_threshold. */
-    if (info == NULL || info->size < sizeof(struct vidmm_cpu_info))
+    /* The first published version of the struct ends after nt_threshold; a caller's smaller
+     * (older) struct gets the fields it has, a larger (newer) one zeros past ours. */
+    const size_t v1 = offsetof(struct vidmm_cpu_info, nt_threshold) + sizeof(info->nt_threshold);
+    if (info == NULL || info->size < v1)
         return vidmm_refuse("vidmm_cpu_info", "info", "NULL, or size too small", "kernels.h");
     size_t size = info->size;
-    memset(info, 0, sizeof(*info));
+    struct vidmm_cpu_info full;
+    memset(&full, 0, sizeof(full));
+    full.cache_line = 64;
+    vidmm_arch_cpu_describe(&full);
+    full.features = vidmm_arch_cpu_features();
+    full.usable = vidmm_cpu_usable();
+    full.nt_threshold = vidmm_nt_threshold();
+    if (vidmm_arch_stream_linear_rows())
+        full.store_policy |= VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS;
+    memset(info, 0, size);
+    memcpy(info, &full, size < sizeof(full) ? size : sizeof(full));
     info->size = size;
-    info->cache_line = 64;
-    vidmm_arch_cpu_describe(info);
-    info->features = vidmm_arch_cpu_features();
-    info->usable = vidmm_cpu_usable();
-    info->nt_threshold = vidmm_nt_threshold();
     return 0;
 }

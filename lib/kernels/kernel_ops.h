@@ -66,6 +66,24 @@ struct vidmm_kernel_ops {
                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
     void (*unswz_pairs16)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    /* The same with streaming stores. swz_pairs16_nt: for the pair-line layout (the GOB: bit 5
+     * above y0 is x4, so runs c, c + 1 (c even) of rows r, r + 1 are one 64-byte line, xo[c + 1]
+     * == xo[c] ^ 32 with bits 4 and 5 clear in xo[c] and yo[r]), each line written whole and back
+     * to back; 'tile' + every line 64-byte aligned, ncols even. unswz_pairs16_nt: each linear
+     * row's 16 * ncols bytes written in order; 'lin' and 'row_pitch' multiples of 64. Runs left
+     * over from groups of four take ordinary stores. No fence. NULL in the scalar table. */
+    void (*swz_pairs16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    void (*unswz_pairs16_nt)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs);
+    /* Long runs: rows [0, nrows) x runs [0, ncols) of 'run' bytes (64 <= run, a multiple of 64)
+     * between the tile (run c of row r at tile + (xo[c] ^ yo[r] ^ zoff)) and the linear rows (at
+     * lin + r * row_pitch + run * c), whole vectors, ordinary stores: Intel X's 512-byte tile rows
+     * (64 bytes with the bit-6 swizzle). NULL in the scalar table. */
+    void (*swz_runs64)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                       const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
+    void (*unswz_runs64)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
     /* Quads, for 8-byte runs whose next address bits are y0, then x at the run's scale (Morton with
      * 4-byte units, tiling.md 6.1: x0 y0 x1 y1 ...): runs c, c + 1 (c even) of rows r, r + 1
      * (r even) are one 32-byte block at tile + (xo[c] ^ yo[r] ^ zoff): row r run c, row r + 1
@@ -95,12 +113,12 @@ struct vidmm_kernel_ops {
      * cols a multiple of 4. unswz_strip16_nt writes the linear rows with streaming stores ('lin'
      * and 'row_pitch' 32-byte aligned; no fence). Every line 64-byte aligned. NULL in the scalar
      * table. */
-    vidmm_swz_strip_fn swz_strip16;
+    vidmm_swz_strip_fn swz_strip16, swz_strip16_nt;
     vidmm_unswz_strip_fn unswz_strip16, unswz_strip16_nt;
     /* The same strips for the Morton quad layout (swz_qlines8_nt above): 'cols' 8-byte runs a
      * tile, a multiple of 4, 8 * cols linear bytes each. Ordinary stores. NULL in the scalar
      * table. */
-    vidmm_swz_strip_fn swz_qstrip8;
+    vidmm_swz_strip_fn swz_qstrip8, swz_qstrip8_nt;
     vidmm_unswz_strip_fn unswz_qstrip8;
 };
 

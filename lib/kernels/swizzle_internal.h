@@ -140,7 +140,8 @@ enum vidmm_swz_walk {
     VIDMM_SWZ_WALK_TILES_NT,      /* the tile tables, streaming stores (rows, lines or gathered) */
     VIDMM_SWZ_WALK_STRIPS,        /* four-row strips, ordinary stores */
     VIDMM_SWZ_WALK_STRIPS_NT,     /* four-row strips, streaming stores */
-    VIDMM_SWZ_WALK_STREAM_LOAD    /* whole tiles read with streaming loads */
+    VIDMM_SWZ_WALK_STREAM_LOAD,   /* whole tiles read with streaming loads */
+    VIDMM_SWZ_WALK_TILES_NT_LINEAR /* the tile tables, streaming stores to the linear rows */
 };
 
 /* vidmm_swz_run() copies box 'b' of subresource 'm' in direction 'dir' (arguments checked by

@@ -106,6 +106,41 @@ static inline __attribute__((always_inline)) void pair_runs(unsigned char *tb, u
     }
 }
 
+/* long_runs() is runs_aligned() for runs of 64 bytes to 4 KiB (Intel X's 512-byte tile rows,
+ * 64 bytes with the bit-6 swizzle, an equation's long runs): one call of the backend's
+ * whole-vector mover (kernel_ops.h swz_runs64). A C library memcpy() call per 512-byte row held
+ * Intel X whole surfaces at 0.85-0.92x memcpy (issue 14); fixed 64-byte moves inlined here
+ * (16-byte vectors) reached 1.04-1.08x at 4 MiB but cost 14% more instructions than the
+ * library's 32-byte loop (Callgrind). Out of line: inside runs_aligned() it cost the other
+ * layouts' small boxes 1% more instructions. */
+static __attribute__((noinline)) void long_runs(const struct vidmm_swz_tiles *t, unsigned char *tb,
+                                                unsigned char *lin, size_t row_pitch, uint32_t zoff,
+                                                const uint32_t *xo, unsigned ncols, const uint32_t *yo,
+                                                unsigned nrows, enum dir dir, const struct vidmm_kernel_ops *ops)
+{
+    const unsigned run = 1u << t->run_log2;
+    if (ops != NULL && ops->swz_runs64 != NULL) {
+        if (dir == TILE)
+            ops->swz_runs64(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, run);
+        else
+            ops->unswz_runs64(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, run);
+        return;
+    }
+    for (unsigned r = 0; r < nrows; r++) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *lrow = lin + r * row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tb + (xo[c] ^ yoff), *lp = lrow + (size_t)run * c;
+            for (unsigned k = 0; k < run; k += 64) {
+                if (dir == TILE)
+                    memcpy(tp + k, lp + k, 64);
+                else
+                    memcpy(lp + k, tp + k, 64);
+            }
+        }
+    }
+}
+
 /* runs_aligned() copies a run-aligned part of a tile: columns [0, ncols) from table index
  * 'col0', rows [0, nrows) from tile row 'row0'. Constant run sizes for 4, 8 and 16 bytes; the
  * common whole-tile shapes (listed in the switch) with constant trip counts as well. */
@@ -214,6 +249,8 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, TILE);
         else
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, UNTILE);
+    } else if (t->run_log2 >= 6 && t->run_log2 <= 12) {
+        long_runs(t, tb, lin, row_pitch, zoff, xo, ncols, yo, nrows, dir, ops);
     } else {
         tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 1u << t->run_log2, dir);
     }
@@ -288,16 +325,24 @@ enum nt_walk { NT_NONE, NT_GATHER, NT_ROWS, NT_LINES16, NT_QLINES8 };
  * base is not a multiple of the tables' span from the first (an XOR with the row's offset would
  * carry into it) or lies beyond 2^31 of it; the caller then walks tile by tile. */
 #define GROUP_ROW_BYTES 512u
+/* Streaming pair walks (choose_walk()): a swizzle moves 4 KiB of each row per group, a deswizzle
+ * GROUP_ROW_BYTES. Swizzling block-linear 4096^2 x 4 bytes (64 MiB) with streaming stores, whole
+ * lines each, ran at 0.45-0.59x memcpy with 512 bytes of each row per group, 0.74 with 1 KiB,
+ * 0.85 with 2 KiB, 0.89-0.97 from 4 KiB on (longer runs of each linear row read in turn); the
+ * deswizzle's streamed linear rows at 0.93-0.99x up to 1 KiB and 0.47-0.55x from 4 KiB (64 tiles'
+ * lines read at once) (Intel Xeon, Cascade Lake, 2026-11-26, /tmp experiment, 7-9 paired rounds). */
+#define PAIRS_NT_TILE_ROW_BYTES 4096u
+#define PAIRS_NT_MAX_RUNS (PAIRS_NT_TILE_ROW_BYTES / 16u)
 static bool group_tiles(const struct vidmm_swz_tiles *t, unsigned char *tb, const unsigned char *tiled,
                         const struct vidmm_swz_mip *m, uint64_t tx, uint32_t ty, uint32_t tz, unsigned n,
                         unsigned char *lin, size_t row_pitch, uint32_t zoff, unsigned row0, unsigned nrows,
-                        enum dir dir, const struct vidmm_kernel_ops *ops)
+                        enum dir dir, const struct vidmm_kernel_ops *ops, bool nt)
 {
     const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
-    uint32_t off[VIDMM_SWZ_MAX_XRUNS];
+    uint32_t off[PAIRS_NT_MAX_RUNS];
     const uint64_t first = (uint64_t)(tb - tiled);
 
-    if (n * cols > VIDMM_SWZ_MAX_XRUNS)
+    if (n * cols > (nt ? PAIRS_NT_MAX_RUNS : VIDMM_SWZ_MAX_XRUNS))
         return false;
     for (unsigned g = 0; g < n; g++) {
         const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx + g, ty, tz) - first;
@@ -305,6 +350,29 @@ static bool group_tiles(const struct vidmm_swz_tiles *t, unsigned char *tb, cons
             return false;
         for (unsigned c = 0; c < cols; c++)
             off[g * cols + c] = (uint32_t)d + t->xo[c];
+    }
+    if (nt && row0 % 2 == 0 && nrows % 2 == 0 && (zoff & 63) == 0) {
+        /* Streaming stores (copy_tiles() checked the alignment of the side they go to). */
+        if (n * cols <= VIDMM_SWZ_MAX_XRUNS) {
+            if (dir == TILE)
+                ops->swz_pairs16_nt(tb, lin, row_pitch, off, t->yo + row0, zoff, n * cols, nrows / 2);
+            else
+                ops->unswz_pairs16_nt(tb, lin, row_pitch, off, t->yo + row0, zoff, n * cols, nrows / 2);
+            return true;
+        }
+        /* Wider than the kernels' tables: each row pair in chunks, so that the linear rows are
+         * still read (or written) one whole group at a time. */
+        for (unsigned r = 0; r < nrows; r += 2) {
+            unsigned char *l = lin + r * row_pitch;
+            for (unsigned c = 0; c < n * cols; c += VIDMM_SWZ_MAX_XRUNS) {
+                unsigned k = n * cols - c < VIDMM_SWZ_MAX_XRUNS ? n * cols - c : VIDMM_SWZ_MAX_XRUNS;
+                if (dir == TILE)
+                    ops->swz_pairs16_nt(tb, l + 16 * c, row_pitch, off + c, t->yo + row0 + r, zoff, k, 1);
+                else
+                    ops->unswz_pairs16_nt(tb, l + 16 * c, row_pitch, off + c, t->yo + row0 + r, zoff, k, 1);
+            }
+        }
+        return true;
     }
     runs_aligned(t, tb, lin, row_pitch, zoff, off, 0, n * cols, row0, nrows, dir, ops);
     return true;
@@ -335,7 +403,7 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
 
     const bool quads = t->quad8; /* Morton's 8-byte runs (else the 16-byte runs of a pair layout) */
     if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 ||
-        cols > VIDMM_SWZ_MAX_XRUNS || ((dir == UNTILE || quads) && cols % 4 != 0) || (nt && quads) ||
+        cols > VIDMM_SWZ_MAX_XRUNS || ((dir == UNTILE || quads) && cols % 4 != 0) || (nt && quads && dir == UNTILE) ||
         (nt && dir == UNTILE && (((uintptr_t)lband | row_pitch) & 31) != 0))
         return false;
     for (uint64_t cx = x0; cx < x1;) {
@@ -357,11 +425,13 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
         }
         unsigned char *lin = lband + (cx - x0), *tb = tiled + first;
         if (quads && dir == TILE)
-            ops->swz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+            (nt ? ops->swz_qstrip8_nt : ops->swz_qstrip8)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
+                                                          t->yo + row0, zoff, nrows / 4);
         else if (quads)
             ops->unswz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
         else if (dir == TILE)
-            ops->swz_strip16(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+            (nt ? ops->swz_strip16_nt : ops->swz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
+                                                          t->yo + row0, zoff, nrows / 4);
         else
             (nt ? ops->unswz_strip16_nt : ops->unswz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
                                                              t->yo + row0, zoff, nrows / 4);
@@ -375,10 +445,11 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
  * offset is two table loads and an XOR, instead of a call of the address function. The linear
  * side is walked a tile-row band at a time (th rows), which reads or writes each tile whole
  * while it is hot. Arguments are valid. */
-static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
-                       unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
-                       enum nt_walk nt_walk, const uint16_t *inv, const struct vidmm_kernel_ops *stream_ops,
-                       const struct vidmm_kernel_ops *ops, bool grouped, enum strip_walk strip_walk)
+static inline __attribute__((always_inline)) void
+copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled, unsigned char *linear,
+           size_t row_pitch, size_t slice_pitch, enum dir dir, enum nt_walk nt_walk, const uint16_t *inv,
+           const struct vidmm_kernel_ops *stream_ops, const struct vidmm_kernel_ops *ops, bool grouped,
+           enum strip_walk strip_walk, bool pairs_nt)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
@@ -389,9 +460,11 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
     const uintptr_t nt_align = nt_walk == NT_LINES16 || nt_walk == NT_QLINES8 ? 63 : 15;
     /* Tiles per call of the pair and quad kernels (group_tiles()): GROUP_ROW_BYTES of each row. */
     uint32_t group = 1;
-    if (grouped && nt_walk == NT_NONE && stream_ops == NULL &&
-        ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
-        t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
+    if (pairs_nt && t->tw_log2 < 12)
+        group = (dir == TILE ? PAIRS_NT_TILE_ROW_BYTES : GROUP_ROW_BYTES) >> t->tw_log2;
+    else if (grouped && nt_walk == NT_NONE && stream_ops == NULL &&
+             ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
+             t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
         group = GROUP_ROW_BYTES >> t->tw_log2;
 
     for (uint32_t z = b->z; z < b->z + b->depth; z++) {
@@ -412,11 +485,18 @@ static void copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                 /* Whole groups only, so that the column count is one the pair kernel unrolls (32
                  * runs for the GOB and Intel tiles); a 64x64 box grouping three block-linear tiles
                  * (12 runs, the generic loop) measured slower than tile by tile. */
-                if (group > 1 && (tx << t->tw_log2) >= x0 && (x1 >> t->tw_log2) >= tx + group) {
+                uint32_t n = group;
+                if (group > 1 && (tx << t->tw_log2) >= x0 && (x1 >> t->tw_log2) < tx + n && pairs_nt &&
+                    (x1 >> t->tw_log2) > tx)
+                    n = (uint32_t)((x1 >> t->tw_log2) - tx); /* the streaming walk takes what is left */
+                if (group > 1 && (tx << t->tw_log2) >= x0 && (x1 >> t->tw_log2) >= tx + n) {
                     unsigned char *lin = lslice + (size_t)(r0 - b->y) * row_pitch + ((tx << t->tw_log2) - x0);
-                    if (group_tiles(t, tb, tiled, m, tx, ty, tz, group, lin, row_pitch, zoff, r0 & th_mask, r1 - r0,
-                                    dir, ops)) {
-                        tx += group - 1;
+                    /* Streaming stores where the side they go to is aligned for them. */
+                    const bool nt = pairs_nt && (dir == TILE ? ((uintptr_t)tb & 63) == 0
+                                                             : (((uintptr_t)lin | row_pitch) & 63) == 0);
+                    if (group_tiles(t, tb, tiled, m, tx, ty, tz, n, lin, row_pitch, zoff, r0 & th_mask, r1 - r0,
+                                    dir, ops, nt)) {
+                        tx += n - 1;
                         continue;
                     }
                 }
@@ -507,6 +587,33 @@ static bool build_inverse(const struct vidmm_swz_tiles *t, uint16_t *inv)
     return true;
 }
 
+/* plines16() tells whether a pair layout (t->pair16) has x4 right above y0, so that runs c, c + 1
+ * (c even) of rows r, r + 1 (r even) are one aligned 64-byte line, row pairs in order
+ * (kernel_ops.h swz_pairs16_nt): the GOB (tiling.md 2.2: x5 y2 y1 x4 y0 x3..x0). Asked only by
+ * copies large enough for streaming stores: as a field set by vidmm_swz_prepare() its loop cost
+ * every small one-shot copy 1% more instructions (Callgrind). */
+static bool plines16(const struct vidmm_swz_tiles *t)
+{
+    if (!t->pair16 || t->tw_log2 < 5)
+        return false;
+    for (unsigned c = 0; c < 1u << (t->tw_log2 - 4); c += 2)
+        if ((t->xo[c] & 63) != 0 || t->xo[c + 1] != (t->xo[c] ^ 32))
+            return false;
+    for (unsigned r = 0; r < 1u << t->th_log2; r += 2)
+        if ((t->yo[r] & 63) != 0)
+            return false;
+    return true;
+}
+
+/* copy_tiles() with the streaming pair walk (choose_walk()), out of line. */
+static __attribute__((noinline)) void copy_tiles_pairs_nt(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                          unsigned char *tiled, unsigned char *linear,
+                                                          size_t row_pitch, size_t slice_pitch, enum dir dir,
+                                                          const struct vidmm_kernel_ops *ops)
+{
+    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops, false, STRIPS_NONE, true);
+}
+
 /* The walk chosen for one copy: run_copy() takes it, vidmm_swz_walk_of() reports it. */
 struct walk_choice {
     bool reference;                     /* copy_box() */
@@ -514,6 +621,7 @@ struct walk_choice {
     enum strip_walk strip_walk;
     bool stream;                        /* streaming loads of whole tiles */
     bool grouped;                       /* tiles grouped per kernel call (no streaming stores) */
+    bool pairs_nt;                      /* grouped, with the streaming pair kernels */
     const struct vidmm_kernel_ops *ops;
 };
 
@@ -542,7 +650,15 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
                      (strategy == VIDMM_STRATEGY_AUTO && stream_bytes >= vidmm_nt_threshold());
     const struct vidmm_swz_tiles *t = &m->tiles;
     enum nt_walk nt_walk = NT_NONE;
-    if (dir == TILE && big && (tiled_addr & 15) == 0) {
+    /* The GOB's lines are two rows each (plines16()): the streaming pair walk builds each line
+     * from a row pair and writes it whole, rows 4 KiB at a time. It replaced the row walk of
+     * swz_rows16_nt, which leaves each line half-written until the next row: block-linear 64 MiB
+     * swizzles ran at 0.31-0.47x memcpy that way against 0.60-0.68x with ordinary stores, and at
+     * 0.89-0.97x with this walk (Intel Xeon, Cascade Lake, 2026-11-26). */
+    bool pairs_nt = false;
+    if (dir == TILE && big && ops->swz_pairs16_nt != NULL && (tiled_addr & 63) == 0 && plines16(t)) {
+        pairs_nt = true;
+    } else if (dir == TILE && big && (tiled_addr & 15) == 0) {
         if (t->lines && t->pair16 && ops->swz_lines16_nt != NULL && (tiled_addr & 63) == 0) {
             /* Four rows to a line (Intel Y / Tile4, D3D and AMD at 4 bytes): each line built
              * from four rows and written whole. */
@@ -605,12 +721,32 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
     if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
         strip_walk = STRIPS_NT;
+    else if (dir == TILE && (nt_walk == NT_LINES16 || nt_walk == NT_QLINES8) && (strip16 || qstrip8) &&
+             ops->swz_strip16_nt != NULL && ops->swz_qstrip8_nt != NULL)
+        /* A large swizzle of a line layout: the strips with streaming stores, each line whole,
+         * four rows across up to STRIP_TILES tiles at a time (the tile-by-tile line walk stays for
+         * the tiles a strip cannot take). Against that walk, which reads 4 rows x one tile's width
+         * at a time, 64 MiB swizzles went from 0.54-0.85x memcpy to 0.91-1.05x (Intel Y 0.54 ->
+         * 0.91, Tile4 0.64-0.85 -> 0.96, D3D 64 KB 0.58 -> 0.93, Morton 0.56-0.61 -> 1.00; ordinary
+         * stores 0.66-0.87) (Intel Xeon Cascade Lake, 2026-11-26, 11 paired rounds each). */
+        strip_walk = STRIPS_NT;
     else if (!stream && (strip16 || qstrip8) && (!big || dir == UNTILE))
         strip_walk = STRIPS_CACHED;
+    /* Streaming stores to the linear rows of a deswizzle of a pair layout the strips do not take
+     * (the GOB; D3D / AMD tables of 8- and 16-byte elements), each row's lines whole: when asked,
+     * and by default for the GOB beyond the cache where the CPU's policy says so
+     * (vidmm_arch_stream_linear_rows(): Intel; 0.55-0.72x -> 0.93-0.99x memcpy for block-linear
+     * 64 MiB on a Cascade Lake, 2026-11-26; on Zen 3 the same stores lost, 1.13-1.33x -> 0.61-0.70x,
+     * see above). */
+    if (dir == UNTILE && !stream && strip_walk == STRIPS_NONE && t->pair16 && ops->unswz_pairs16_nt != NULL &&
+        (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
+         (strategy == VIDMM_STRATEGY_AUTO && big && vidmm_arch_stream_linear_rows() && plines16(t))))
+        pairs_nt = true;
     w->nt_walk = nt_walk;
     w->strip_walk = strip_walk;
     w->stream = stream;
     w->grouped = !big;
+    w->pairs_nt = pairs_nt;
 }
 
 /* run_copy() copies with the walk choose_walk() picks. */
@@ -626,9 +762,14 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
         copy_box(m, b, tiled, linear, row_pitch, slice_pitch, dir);
         return;
     }
-    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.nt_walk, inv, w.stream ? w.ops : NULL, w.ops,
-               w.grouped, w.strip_walk);
-    if (w.strip_walk == STRIPS_NT || w.nt_walk != NT_NONE)
+    /* copy_tiles() instantiated twice: the streaming pair walk's remainder groups cost the
+     * other walks' small boxes 1-2% more instructions when it was one function (Callgrind). */
+    if (w.pairs_nt)
+        copy_tiles_pairs_nt(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops);
+    else
+        copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.nt_walk, inv, w.stream ? w.ops : NULL, w.ops,
+                   w.grouped, w.strip_walk, false);
+    if (w.strip_walk == STRIPS_NT || w.nt_walk != NT_NONE || w.pairs_nt)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
 
@@ -662,5 +803,7 @@ enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_
         return VIDMM_SWZ_WALK_STRIPS_NT;
     if (w.strip_walk == STRIPS_CACHED)
         return VIDMM_SWZ_WALK_STRIPS;
+    if (w.pairs_nt)
+        return dir == VIDMM_SWZ_TILE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES_NT_LINEAR;
     return w.nt_walk != NT_NONE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES;
 }

@@ -7,6 +7,7 @@
  * and only mode in 2.4), so no test sees another's options or a library already initialised. */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -613,6 +614,41 @@ Test(errors, ntstatus_hresult)
 /* ---------------------------------------------------------------------------------------------
  * CPU information and the version.
  * ------------------------------------------------------------------------------------------- */
+
+/* A caller built against 0.1 passes the first version's size (through nt_threshold): it gets
+ * those fields and nothing past them is written; the current size adds the L2 size and the
+ * store policy, which follows the vendor as swizzle_walk.c's measurements decided. */
+Test(cpu_info, sizes_and_store_policy)
+{
+    const size_t v1 = offsetof(struct vidmm_cpu_info, nt_threshold) + sizeof(uint64_t);
+    unsigned char buf[sizeof(struct vidmm_cpu_info) + 32];
+    struct vidmm_cpu_info *old = (struct vidmm_cpu_info *)(void *)buf;
+    memset(buf, 0xAB, sizeof(buf));
+    old->size = v1 - 1;
+    cr_assert_eq(vidmm_cpu_info(old), VIDMM_E_INVALID_ARG);
+    old->size = v1;
+    cr_assert_eq(vidmm_cpu_info(old), 0);
+    cr_assert_eq(old->size, v1);
+    cr_assert_gt(old->nt_threshold, 0);
+    for (size_t i = v1; i < sizeof(buf); i++)
+        cr_assert_eq(buf[i], 0xAB, "byte %zu past a 0.1-sized struct was written", i);
+
+    struct vidmm_cpu_info info;
+    memset(&info, 0xAB, sizeof(info));
+    info.size = sizeof(info);
+    cr_assert_eq(vidmm_cpu_info(&info), 0);
+    cr_assert_eq(info.nt_threshold, old->nt_threshold);
+    cr_assert_eq(info.store_policy & ~VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS, 0, "unknown policy bits 0x%x",
+                 info.store_policy);
+    const bool intel = strcmp(info.vendor, "GenuineIntel") == 0;
+    cr_assert_eq((info.store_policy & VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS) != 0, intel,
+                 "vendor %s, store policy 0x%x", info.vendor, info.store_policy);
+#if defined(__x86_64__)
+    if (info.llc_bytes != 0 && info.l2_bytes != 0)
+        cr_assert_leq(info.l2_bytes, info.llc_bytes, "L2 %llu above the last level %llu",
+                      (unsigned long long)info.l2_bytes, (unsigned long long)info.llc_bytes);
+#endif
+}
 
 Test(cpu_info, fields)
 {

@@ -1281,9 +1281,12 @@ static void strips_on(enum vidmm_backend backend)
             /* NONTEMPORAL deswizzles take the strip walk only from 32-byte aligned rows. */
             const size_t pitch = strategies[si] == VIDMM_STRATEGY_NONTEMPORAL ? row + 64 : row + 20;
             const size_t slice = pitch * sc->height, ln = slice * sc->depth;
-            unsigned char *back = NULL, *want = malloc(tn), *got = malloc(tn);
-            void *lbase = NULL, *bbase = NULL;
-            cr_assert(want && got);
+            unsigned char *back = NULL, *want = malloc(tn), *got = NULL;
+            void *lbase = NULL, *bbase = NULL, *gbase = NULL;
+            cr_assert(want != NULL);
+            /* A 64-byte aligned tiled side, so that the streaming walks (whole lines) run. */
+            cr_assert_eq(posix_memalign(&gbase, 64, tn), 0);
+            got = gbase;
             cr_assert_eq(posix_memalign(&lbase, 64, ln), 0);
             cr_assert_eq(posix_memalign(&bbase, 64, ln), 0);
             unsigned char *lin64 = lbase;
@@ -1322,3 +1325,108 @@ static void strips_on(enum vidmm_backend backend)
     Test(strips, tag, .timeout = T_TIMEOUT) { strips_on(B); }
 T_FOR_EACH_BACKEND(STRIP_TEST)
 #undef STRIP_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * The streaming pair walks (swizzle_walk.c: swz_pairs16_nt into the GOB's whole lines, 4 KiB of
+ * each row per group; unswz_pairs16_nt into the linear rows): block-linear surfaces asked
+ * NONTEMPORAL, on every backend, against the scalar backend's bytes and back. Widths of exactly
+ * one group (64 blocks), a group and a remainder, fewer blocks than a group, one block; block
+ * heights from 1 to 16 GOBs, a 3D surface, 16-byte elements; the linear rows 64-byte aligned (the
+ * streaming deswizzle) and 16 bytes off (ordinary stores instead), a box inside the surface.
+ * ------------------------------------------------------------------------------------------- */
+struct pair_nt_case {
+    const char *name;
+    uint32_t width, height, depth, elem;
+    size_t pitch_slack, lin_offset;
+};
+
+static void pair_streams_on(enum vidmm_backend backend)
+{
+    t_require_backend(backend);
+    static const struct pair_nt_case cases[] = {
+        { "one_group", 1024, 128, 1, 4, 0, 0 },
+        { "group_and_rest", 1024 + 16 * 5, 64, 1, 4, 64, 0 },
+        { "few_blocks", 16 * 3, 40, 1, 4, 0, 0 },
+        { "one_block", 16, 16, 1, 4, 128, 0 },
+        { "elem16", 256, 32, 1, 16, 0, 0 },
+        { "deep", 256, 32, 12, 4, 0, 0 },
+        { "unaligned_rows", 1024, 64, 1, 4, 16, 0 },
+        { "unaligned_base", 512, 64, 1, 4, 0, 16 },
+    };
+    struct t_rng r;
+    t_rng_init(&r, 0x9a17);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const struct pair_nt_case *pc = &cases[k];
+        struct vidmm_tile_layout layout = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+        struct vidmm_surface_desc surf;
+        memset(&surf, 0, sizeof(surf));
+        surf.size = sizeof(surf);
+        surf.width = pc->width;
+        surf.height = pc->height;
+        surf.depth = pc->depth;
+        surf.element_bytes = pc->elem;
+        surf.block_width = surf.block_height = 1;
+        surf.mip_levels = 1;
+        surf.array_layers = 1;
+        uint64_t tsz = 0;
+        cr_assert_eq(vidmm_surface_tiled_size(&layout, &surf, &tsz), 0, "%s", pc->name);
+        const size_t tn = (size_t)tsz, row = (size_t)pc->width * pc->elem, pitch = row + pc->pitch_slack;
+        const size_t slice = pitch * pc->height, ln = slice * pc->depth;
+        void *tbase = NULL, *lbase = NULL, *bbase = NULL;
+        unsigned char *want = malloc(tn);
+        cr_assert(want != NULL);
+        cr_assert_eq(posix_memalign(&tbase, 64, tn), 0);
+        cr_assert_eq(posix_memalign(&lbase, 64, ln + pc->lin_offset), 0);
+        cr_assert_eq(posix_memalign(&bbase, 64, ln + pc->lin_offset), 0);
+        unsigned char *got = tbase, *lin = (unsigned char *)lbase + pc->lin_offset;
+        unsigned char *back = (unsigned char *)bbase + pc->lin_offset;
+        t_rng_bytes(&r, lin, ln);
+        memset(want, 0x3C, tn);
+        memset(got, 0x3C, tn);
+        memset(back, 0xA5, ln);
+        struct vidmm_kernel_opts ref = t_opts(VIDMM_BACKEND_SCALAR, VIDMM_STRATEGY_AUTO);
+        struct vidmm_kernel_opts o = t_opts(backend, VIDMM_STRATEGY_NONTEMPORAL);
+        cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, want, tn, lin, ln, pitch, slice, &ref), 0, "%s",
+                     pc->name);
+        cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, lin, ln, pitch, slice, &o), 0, "%s",
+                     pc->name);
+        ptrdiff_t d = t_find_diff(want, got, tn);
+        cr_assert_eq(d, -1, "%s %s: tiled byte %td differs from the scalar backend's", pc->name,
+                     t_backend_label(backend), d);
+        cr_assert_eq(vidmm_deswizzle_ex(&layout, &surf, 0, 0, NULL, got, tn, back, ln, pitch, slice, &o), 0);
+        for (uint32_t y = 0; y < pc->height * pc->depth; y++) {
+            d = t_find_diff(lin + y * pitch, back + y * pitch, row);
+            cr_assert_eq(d, -1, "%s %s: row %u byte %td did not come back", pc->name, t_backend_label(backend), y, d);
+            if (y + 1 < pc->height * pc->depth && pitch > row)
+                cr_assert_eq(t_find_not(back + y * pitch + row, pitch - row, 0xA5), -1,
+                             "%s %s: the slack after row %u was written", pc->name, t_backend_label(backend), y);
+        }
+        /* A box off the tile grid on both sides: the streaming walks take its whole tiles. */
+        if (pc->width >= 64 && pc->height >= 16 && pc->depth == 1) {
+            const struct vidmm_box box = { 3, 5, 0, pc->width - 7, pc->height - 9, 1 };
+            const size_t bpitch = (size_t)box.width * pc->elem;
+            unsigned char *bl = malloc(bpitch * box.height), *bb = malloc(bpitch * box.height);
+            cr_assert(bl && bb);
+            t_rng_bytes(&r, bl, bpitch * box.height);
+            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, &box, want, tn, bl, bpitch * box.height, bpitch, 0, &ref), 0);
+            cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, &box, got, tn, bl, bpitch * box.height, bpitch, 0, &o), 0);
+            d = t_find_diff(want, got, tn);
+            cr_assert_eq(d, -1, "%s %s box: tiled byte %td differs from the scalar backend's", pc->name,
+                         t_backend_label(backend), d);
+            cr_assert_eq(vidmm_deswizzle_ex(&layout, &surf, 0, 0, &box, got, tn, bb, bpitch * box.height, bpitch, 0, &o), 0);
+            d = t_find_diff(bl, bb, bpitch * box.height);
+            cr_assert_eq(d, -1, "%s %s box: linear byte %td did not come back", pc->name, t_backend_label(backend), d);
+            free(bl);
+            free(bb);
+        }
+        free(want);
+        free(tbase);
+        free(lbase);
+        free(bbase);
+    }
+}
+
+#define PAIR_NT_TEST(tag, B) \
+    Test(pair_streams, tag, .timeout = T_TIMEOUT) { pair_streams_on(B); }
+T_FOR_EACH_BACKEND(PAIR_NT_TEST)
+#undef PAIR_NT_TEST

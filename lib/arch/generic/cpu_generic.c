@@ -10,6 +10,8 @@ void vidmm_arch_cpu_describe(struct vidmm_cpu_info *info) { (void)info; }
 size_t vidmm_arch_cache_line(void) { return 64; }
 bool vidmm_arch_prefer_avx512(void) { return false; }
 
+bool vidmm_arch_stream_linear_rows(void) { return false; }
+
 void vidmm_arch_flush(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn)
 {
     (void)p; (void)n; (void)op; (void)insn;

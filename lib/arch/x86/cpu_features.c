@@ -103,9 +103,11 @@ size_t vidmm_arch_cache_line(void)
 }
 
 /* llc_from_leaf() walks a deterministic cache parameters leaf (Intel 4, AMD 0x8000001D: the
- * same layout) and returns the size of the highest-level data or unified cache. */
-static uint64_t llc_from_leaf(uint32_t leaf)
+ * same layout) and returns the size of the highest-level data or unified cache; '*l2' gets the
+ * level-2 one (0 when the leaf lists none). */
+static uint64_t llc_from_leaf(uint32_t leaf, uint64_t *l2)
 {
+    *l2 = 0;
     uint64_t best = 0;
     unsigned best_level = 0;
     for (uint32_t sub = 0; sub < 16; sub++) {
@@ -120,6 +122,8 @@ static uint64_t llc_from_leaf(uint32_t leaf)
         uint64_t ways = ((r[1] >> 22) & 0x3ffu) + 1, parts = ((r[1] >> 12) & 0x3ffu) + 1;
         uint64_t line = (r[1] & 0xfffu) + 1, sets = (uint64_t)r[2] + 1;
         uint64_t size = ways * parts * line * sets;
+        if (level == 2)
+            *l2 = size;
         if (level > best_level || (level == best_level && size > best)) {
             best_level = level;
             best = size;
@@ -157,11 +161,16 @@ void vidmm_arch_cpu_describe(struct vidmm_cpu_info *info)
     }
     info->cache_line = (uint32_t)vidmm_arch_cache_line();
 
-    uint64_t llc = 0;
+    uint64_t llc = 0, l2 = 0;
     if (strcmp(info->vendor, "GenuineIntel") == 0 && max_leaf(0) >= 4)
-        llc = llc_from_leaf(4);
+        llc = llc_from_leaf(4, &l2);
     else if (max_leaf(0x80000000u) >= 0x8000001Du)
-        llc = llc_from_leaf(0x8000001Du);
+        llc = llc_from_leaf(0x8000001Du, &l2);
+    if (l2 == 0 && max_leaf(0x80000000u) >= 0x80000006u) {
+        cpuid(0x80000006u, 0, r);
+        l2 = (uint64_t)(r[2] >> 16) * 1024; /* ECX[31:16]: L2 size in KiB */
+    }
+    info->l2_bytes = l2;
     if (llc == 0 && max_leaf(0x80000000u) >= 0x80000006u) {
         cpuid(0x80000006u, 0, r);
         llc = (uint64_t)(r[3] >> 18) * 512 * 1024; /* AMD: L3 size in 512 KiB units */
@@ -169,6 +178,22 @@ void vidmm_arch_cpu_describe(struct vidmm_cpu_info *info)
             llc = (uint64_t)(r[2] >> 16) * 1024;    /* L2 size in KiB */
     }
     info->llc_bytes = llc;
+}
+
+/* vidmm_arch_stream_linear_rows() (arch.h): Intel's. Cached: choose_walk() asks on every large
+ * deswizzle. */
+bool vidmm_arch_stream_linear_rows(void)
+{
+    static _Atomic int cached; /* 0 unknown, 1 no, 2 yes */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == 0) {
+        uint32_t r[4];
+        cpuid(0, 0, r);
+        /* "GenuineIntel": EBX "Genu", EDX "ineI", ECX "ntel". */
+        v = memcmp(&r[1], "Genu", 4) == 0 && memcmp(&r[3], "ineI", 4) == 0 && memcmp(&r[2], "ntel", 4) == 0 ? 2 : 1;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 2;
 }
 
 /* Skylake-SP and Cascade Lake (family 6, model 0x55) drop their clock when 512-bit registers are

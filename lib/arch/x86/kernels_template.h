@@ -305,7 +305,7 @@ static void swz_rows16_nt(unsigned char *tile, const unsigned char *lin, size_t 
 static inline __attribute__((always_inline)) void pairs16_body(unsigned char *tile, unsigned char *lin,
                                                                size_t row_pitch, const uint32_t *xo,
                                                                const uint32_t *yo, uint32_t zoff, unsigned ncols,
-                                                               unsigned npairs, bool untile)
+                                                               unsigned npairs, bool untile, bool nt)
 {
     uint32_t x[64];
 
@@ -322,11 +322,49 @@ static inline __attribute__((always_inline)) void pairs16_body(unsigned char *ti
             unsigned char *t0 = tile + (x[c] ^ yoff), *t1 = tile + (x[c + 1] ^ yoff);
             unsigned char *t2 = tile + (x[c + 2] ^ yoff), *t3 = tile + (x[c + 3] ^ yoff);
 #if VL >= 32
+#if VL >= 64
+            if (nt) {
+                /* Streaming, a line per 64-byte store: to the tile, granules c and c + 1 are the
+                 * two halves of one line (the pair-line layout, kernel_ops.h swz_pairs16_nt); to
+                 * the linear side, each row's 64 bytes. */
+                if (!untile) {
+                    __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 16 * c));
+                    __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 16 * c + 32));
+                    __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c));
+                    __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c + 32));
+                    __m512i la = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(a0, b0, 0x20)),
+                                                    _mm256_permute2x128_si256(a0, b0, 0x31), 1);
+                    __m512i lb = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(a1, b1, 0x20)),
+                                                    _mm256_permute2x128_si256(a1, b1, 0x31), 1);
+                    _mm512_stream_si512((void *)t0, la);
+                    _mm512_stream_si512((void *)t2, lb);
+                } else {
+                    __m256i g0 = _mm256_loadu_si256((const __m256i *)(const void *)t0);
+                    __m256i g1 = _mm256_loadu_si256((const __m256i *)(const void *)t1);
+                    __m256i g2 = _mm256_loadu_si256((const __m256i *)(const void *)t2);
+                    __m256i g3 = _mm256_loadu_si256((const __m256i *)(const void *)t3);
+                    __m512i r0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(g0, g1, 0x20)),
+                                                    _mm256_permute2x128_si256(g2, g3, 0x20), 1);
+                    __m512i r1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(g0, g1, 0x31)),
+                                                    _mm256_permute2x128_si256(g2, g3, 0x31), 1);
+                    _mm512_stream_si512((void *)(l0 + 16 * c), r0);
+                    _mm512_stream_si512((void *)(l1 + 16 * c), r1);
+                }
+                continue;
+            }
+#endif
             if (!untile) {
                 __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 16 * c));
                 __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 16 * c + 32));
                 __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c));
                 __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c + 32));
+                if (nt) {
+                    _mm256_stream_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(a0, b0, 0x20));
+                    _mm256_stream_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(a0, b0, 0x31));
+                    _mm256_stream_si256((__m256i *)(void *)t2, _mm256_permute2x128_si256(a1, b1, 0x20));
+                    _mm256_stream_si256((__m256i *)(void *)t3, _mm256_permute2x128_si256(a1, b1, 0x31));
+                    continue;
+                }
                 _mm256_storeu_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(a0, b0, 0x20));
                 _mm256_storeu_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(a0, b0, 0x31));
                 _mm256_storeu_si256((__m256i *)(void *)t2, _mm256_permute2x128_si256(a1, b1, 0x20));
@@ -336,6 +374,13 @@ static inline __attribute__((always_inline)) void pairs16_body(unsigned char *ti
                 __m256i g1 = _mm256_loadu_si256((const __m256i *)(const void *)t1);
                 __m256i g2 = _mm256_loadu_si256((const __m256i *)(const void *)t2);
                 __m256i g3 = _mm256_loadu_si256((const __m256i *)(const void *)t3);
+                if (nt) {
+                    _mm256_stream_si256((__m256i *)(void *)(l0 + 16 * c), _mm256_permute2x128_si256(g0, g1, 0x20));
+                    _mm256_stream_si256((__m256i *)(void *)(l0 + 16 * c + 32), _mm256_permute2x128_si256(g2, g3, 0x20));
+                    _mm256_stream_si256((__m256i *)(void *)(l1 + 16 * c), _mm256_permute2x128_si256(g0, g1, 0x31));
+                    _mm256_stream_si256((__m256i *)(void *)(l1 + 16 * c + 32), _mm256_permute2x128_si256(g2, g3, 0x31));
+                    continue;
+                }
                 _mm256_storeu_si256((__m256i *)(void *)(l0 + 16 * c), _mm256_permute2x128_si256(g0, g1, 0x20));
                 _mm256_storeu_si256((__m256i *)(void *)(l0 + 16 * c + 32), _mm256_permute2x128_si256(g2, g3, 0x20));
                 _mm256_storeu_si256((__m256i *)(void *)(l1 + 16 * c), _mm256_permute2x128_si256(g0, g1, 0x31));
@@ -350,18 +395,31 @@ static inline __attribute__((always_inline)) void pairs16_body(unsigned char *ti
                     b[k] = _mm_loadu_si128((const __m128i *)(const void *)(l1 + 16 * (c + k)));
                 }
                 for (unsigned k = 0; k < 4; k++) {
-                    _mm_storeu_si128((__m128i *)(void *)t[k], a[k]);
-                    _mm_storeu_si128((__m128i *)(void *)(t[k] + 16), b[k]);
+                    if (nt) {
+                        _mm_stream_si128((__m128i *)(void *)t[k], a[k]);
+                        _mm_stream_si128((__m128i *)(void *)(t[k] + 16), b[k]);
+                    } else {
+                        _mm_storeu_si128((__m128i *)(void *)t[k], a[k]);
+                        _mm_storeu_si128((__m128i *)(void *)(t[k] + 16), b[k]);
+                    }
                 }
             } else {
                 for (unsigned k = 0; k < 4; k++) {
                     a[k] = _mm_loadu_si128((const __m128i *)(const void *)t[k]);
                     b[k] = _mm_loadu_si128((const __m128i *)(const void *)(t[k] + 16));
                 }
-                for (unsigned k = 0; k < 4; k++)
-                    _mm_storeu_si128((__m128i *)(void *)(l0 + 16 * (c + k)), a[k]);
-                for (unsigned k = 0; k < 4; k++)
-                    _mm_storeu_si128((__m128i *)(void *)(l1 + 16 * (c + k)), b[k]);
+                for (unsigned k = 0; k < 4; k++) {
+                    if (nt)
+                        _mm_stream_si128((__m128i *)(void *)(l0 + 16 * (c + k)), a[k]);
+                    else
+                        _mm_storeu_si128((__m128i *)(void *)(l0 + 16 * (c + k)), a[k]);
+                }
+                for (unsigned k = 0; k < 4; k++) {
+                    if (nt)
+                        _mm_stream_si128((__m128i *)(void *)(l1 + 16 * (c + k)), b[k]);
+                    else
+                        _mm_storeu_si128((__m128i *)(void *)(l1 + 16 * (c + k)), b[k]);
+                }
             }
 #endif
         }
@@ -387,19 +445,19 @@ static inline __attribute__((always_inline)) void pairs16_body(unsigned char *ti
  * byte), 32 (2 and 4 bytes, AMD R_X) or 64 (8 and 16 bytes); the partial tiles of a box take the
  * largest of those that fits, chunk after chunk (each over all its row pairs), and the last 1-3
  * runs the generic loop. ncols <= 64 (VIDMM_SWZ_MAX_XRUNS). */
-#define PAIRS16_DISPATCH(untile)                                                                  \
+#define PAIRS16_DISPATCH(untile, nt)                                                              \
     for (unsigned c0 = 0; c0 < ncols;) {                                                          \
         const unsigned left = ncols - c0;                                                         \
         unsigned char *lc = lin + 16 * c0;                                                        \
         const uint32_t *xc = xo + c0;                                                             \
         unsigned n = left >= 64 ? 64 : left >= 32 ? 32 : left >= 16 ? 16 : left >= 8 ? 8 : left >= 4 ? 4 : left; \
         switch (n) {                                                                              \
-        case 4: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 4, npairs, untile); break;        \
-        case 8: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 8, npairs, untile); break;        \
-        case 16: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 16, npairs, untile); break;      \
-        case 32: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 32, npairs, untile); break;      \
-        case 64: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 64, npairs, untile); break;      \
-        default: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, n, npairs, untile); break;       \
+        case 4: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 4, npairs, untile, nt); break;        \
+        case 8: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 8, npairs, untile, nt); break;        \
+        case 16: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 16, npairs, untile, nt); break;      \
+        case 32: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 32, npairs, untile, nt); break;      \
+        case 64: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 64, npairs, untile, nt); break;      \
+        default: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, n, npairs, untile, nt); break;       \
         }                                                                                         \
         c0 += n;                                                                                  \
     }
@@ -409,14 +467,77 @@ static void swz_pairs16(unsigned char *tile, const unsigned char *src, size_t ro
 {
     /* The body serves both directions; this one only reads the linear side. */
     unsigned char *lin = (unsigned char *)(uintptr_t)src;
-    PAIRS16_DISPATCH(false)
+    PAIRS16_DISPATCH(false, false)
 }
 
 static void unswz_pairs16(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs)
 {
     unsigned char *tile = (unsigned char *)(uintptr_t)src;   /* only read in this direction */
-    PAIRS16_DISPATCH(true)
+    PAIRS16_DISPATCH(true, false)
+}
+
+/* swz_runs64 / unswz_runs64 (kernel_ops.h): runs of 'run' bytes (a multiple of 64), each moved
+ * as whole vectors; one call per tile part instead of a C library call per run. */
+static inline __attribute__((always_inline)) void runs64_body(unsigned char *tile, unsigned char *lin,
+                                                              size_t row_pitch, const uint32_t *xo,
+                                                              const uint32_t *yo, uint32_t zoff, unsigned ncols,
+                                                              unsigned nrows, unsigned run, bool untile)
+{
+    for (unsigned r = 0; r < nrows; r++) {
+        const uint32_t yoff = yo[r] ^ zoff;
+        unsigned char *lrow = lin + r * row_pitch;
+        for (unsigned c = 0; c < ncols; c++) {
+            unsigned char *tp = tile + (xo[c] ^ yoff), *lp = lrow + (size_t)run * c;
+            unsigned char *d = untile ? lp : tp;
+            const unsigned char *src = untile ? tp : lp;
+            for (unsigned k = 0; k < run; k += LINE) {
+                VEC v[PER_LINE];
+                for (unsigned i = 0; i < PER_LINE; i++)
+                    v[i] = LOADU(src + k + i * VL);
+                for (unsigned i = 0; i < PER_LINE; i++)
+                    STOREU(d + k + i * VL, v[i]);
+            }
+        }
+    }
+}
+
+static void swz_runs64(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
+                       const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (run == 512) /* Intel X */
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false);
+    else
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false);
+}
+
+static void unswz_runs64(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                         const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
+{
+    unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (run == 512)
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true);
+    else
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true);
+}
+
+/* swz_pairs16_nt / unswz_pairs16_nt (kernel_ops.h): the same walks with streaming stores, to
+ * the tile (each line's granules written back to back: a line of the pair-line layout is runs
+ * c, c + 1 of one row pair) or to the linear rows (each row's 16 * ncols bytes written in order).
+ * Whole groups of four runs stream; runs left over from them take ordinary stores. */
+static void swz_pairs16_nt(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
+                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    PAIRS16_DISPATCH(false, true)
+}
+
+static void unswz_pairs16_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned npairs)
+{
+    unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    PAIRS16_DISPATCH(true, true)
 }
 #undef PAIRS16_DISPATCH
 
@@ -655,6 +776,14 @@ static void unswz_strip16(const unsigned char *src, unsigned char *lin, size_t r
     STRIP16_DISPATCH(true, false)
 }
 
+static void swz_strip16_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
+                           unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                           unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    STRIP16_DISPATCH(false, true)
+}
+
 static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                              unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
                              unsigned nquads)
@@ -742,11 +871,11 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
     }
 }
 
-#define QSTRIP8_DISPATCH(untile)                                                                            \
+#define QSTRIP8_DISPATCH(untile, nt)                                                                       \
     switch (cols) {                                                                                         \
-    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, false); break; \
-    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, false); break; \
-    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, false); break; \
+    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt); break; \
+    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, nt); break; \
+    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt); break; \
     }
 
 static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -754,7 +883,15 @@ static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t r
                         unsigned nquads)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(false)
+    QSTRIP8_DISPATCH(false, false)
+}
+
+static void swz_qstrip8_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
+                           unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                           unsigned nquads)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    QSTRIP8_DISPATCH(false, true)
 }
 
 static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
@@ -762,7 +899,7 @@ static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t r
                           unsigned nquads)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(true)
+    QSTRIP8_DISPATCH(true, false)
 }
 #undef QSTRIP8_DISPATCH
 
@@ -821,11 +958,17 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .swz_untile16_stream = swz_untile16_stream,
     .swz_pairs16 = swz_pairs16,
     .unswz_pairs16 = unswz_pairs16,
+    .swz_pairs16_nt = swz_pairs16_nt,
+    .swz_runs64 = swz_runs64,
+    .unswz_runs64 = unswz_runs64,
+    .unswz_pairs16_nt = unswz_pairs16_nt,
     .swz_quads8 = swz_quads8,
     .unswz_quads8 = unswz_quads8,
     .swz_lines16_nt = swz_lines16_nt,
     .swz_qlines8_nt = swz_qlines8_nt,
     .swz_strip16 = swz_strip16,
+    .swz_strip16_nt = swz_strip16_nt,
+    .swz_qstrip8_nt = swz_qstrip8_nt,
     .unswz_strip16 = unswz_strip16,
     .unswz_strip16_nt = unswz_strip16_nt,
     .swz_qstrip8 = swz_qstrip8,
