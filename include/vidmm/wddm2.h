@@ -16,8 +16,11 @@
  * vidmm_wddm2_make_resident(); an allocation on the residency list (reference count above 0)
  * is never chosen as an eviction victim. Work is submitted with vidmm_va_submit(), which
  * names GPU virtual-address ranges; touching a range that is unmapped, or whose allocation is
- * not on the residency list, is a GPU page fault: the device is removed (spec 12, 15.21).
- * Every function here returns VIDMM_E_INVALID_ARG on a device not created in WDDM2 mode.
+ * not on the residency list, is a GPU page fault: the device is removed (spec 12, 15.21). The
+ * CPU locks an allocation with vidmm_wddm2_lock2() (Lock2: no flags, no renaming, no waiting
+ * for the GPU, spec 6.6, 15.23); vidmm_wddm2_update_alloc_property() changes its segment sets
+ * and preference (spec 12). Every function here returns VIDMM_E_INVALID_ARG on a device not
+ * created in WDDM2 mode (offer, reclaim and power transitions excepted: see their section).
  *
  * Thread safety: every function is safe to call from several threads, except that a VA space
  * must not be used (translated, mapped, submitted to) while or after it is destroyed. */
@@ -203,6 +206,9 @@ struct vidmm_make_resident_args {
  *  - VIDMM_E_DEVICE_REMOVED: removed, or MUST_SUCCEED failed and removed it;
  *  - VIDMM_E_INVALID_ARG: NULL, size_of too small, count 0 or > 10240, unknown flags, an
  *    unknown handle, not a WDDM2 device: nothing changed;
+ *  - VIDMM_E_NOT_AVAILABLE: a listed allocation is locked (vidmm_wddm2_lock2(), vidmm_lock())
+ *    while not resident and has no aperture segment in its set: it may not be committed to a
+ *    memory segment until unlocked (spec 6.6); nothing changed;
  *  - VIDMM_E_IO: an allocation on the disk tier could not be read back. */
 VIDMM_API int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args);
 
@@ -245,6 +251,120 @@ VIDMM_API int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle 
  * VIDMM_E_TIMEOUT, VIDMM_E_INVALID_ARG (never issued), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev);
 VIDMM_API int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns);
+
+/* ---------------------------------------------------------------------------------------------
+ * CPU access: Lock2 / Unlock2 (spec 6.6, 15.23), and UpdateAllocationProperty (spec 12).
+ *
+ * Lock2 is WDDM2's lock: no flags (D3DDDICB_LOCK2FLAGS has every bit reserved), no renaming, no
+ * swizzling range, and no waiting for the GPU - the engine does not look at submission fences
+ * at all; the caller (the UMD) waits on its own fences first, or answers WasStillDrawing itself
+ * (spec 6.6). It waits only for the engine's own paging of the allocation (its page-in, the move
+ * below, a PermanentSysMem copy fetched back), so that the bytes behind the pointer are its
+ * content; that paging, for an allocation the GPU still uses, runs after the GPU is done with
+ * it as all paging does (spec 15.7, 15.25) - a UMD that waited for its fences first, as WDDM2
+ * asks, never meets that. Where the pointer goes, by where the allocation is
+ * (spec 6.6, 15.23; "aperture": a segment of its supported set with VIDMM_SEGMENT_APERTURE):
+ *   not resident (never placed, in system memory, on the disk tier - read back first), or
+ *   mapped in an aperture segment        its system-memory backing store: always locks;
+ *   CPU_VISIBLE, not CACHED, in a CPU-visible memory segment
+ *                                        the segment's CPU view: always locks;
+ *   CACHED, in any memory segment (no CPU/memory-segment coherency); CPU_VISIBLE in a memory
+ *   segment that is not CPU-visible; not CPU_VISIBLE, in any memory segment
+ *                                        moved to an aperture of its supported set first, then
+ *                                        locked there; without one refused (VIDMM_E_INVALID_ARG).
+ * PERMANENT_SYSMEM and EXISTING_* allocations lock their system-memory copy wherever they are,
+ * as vidmm_lock() does (a copy the GPU wrote comes back first, the copy goes back to the segment
+ * at the last Unlock2). A non-CPU_VISIBLE allocation may thus be locked only if it supports an
+ * aperture or is not resident.
+ *
+ * While locked (any lock count above 0) the allocation does not move: it is never an eviction
+ * victim, vidmm_wddm2_evict() leaves it where it is, vidmm_evict() says VIDMM_E_BUSY, and a
+ * placement that is not in a segment keeps it out of memory segments - it may only be mapped
+ * into an aperture (its pointer is the backing store), so that a locked allocation with no
+ * aperture in its set cannot be made resident until it is unlocked
+ * (vidmm_wddm2_make_resident() says VIDMM_E_NOT_AVAILABLE). An offered allocation cannot be
+ * locked (reclaim it first). Lock2 nests: a Lock2 of a locked allocation adds a reference and
+ * returns the same pointer (dxgkrnl's per-allocation refcount, spec 6.6); the mapping ends at
+ * the Unlock2 that brings the count to 0, and the pointer must not be used after it. Engine
+ * policy: an allocation locked by vidmm_lock() cannot be Lock2'd, and one locked by
+ * vidmm_wddm2_lock2() can be neither vidmm_lock()ed nor vidmm_unlock()ed (VIDMM_E_INVALID_ARG):
+ * the two lock kinds do not mix. The lock counts as a CPU write (dirty in its segment; CACHED:
+ * flushed before the GPU next reads it). Destroying the allocation or removing the device ends
+ * its locks.
+ * ------------------------------------------------------------------------------------------- */
+
+/* vidmm_wddm2_lock2() (D3DKMTLock2 / pfnLock2Cb) locks allocation 'h' for the CPU and stores
+ * the pointer in '*data'. 'process' is the caller's process: a KIND_SHARED allocation may be
+ * locked only by its creator (spec 6.3 rule 10).
+ * Returns: 0 with '*data' set; VIDMM_E_INVALID_ARG (NULL 'dev' or 'data', 'flags' not 0, not a
+ * WDDM2 device, an unknown handle, a shared allocation of another process, an offered
+ * allocation, one locked by vidmm_lock(), a lock count at its maximum, or a placement that
+ * forbids the lock - see above: '*data' untouched, nothing changed); VIDMM_E_NO_VIDEO_MEMORY or
+ * VIDMM_E_CANT_EVICT_PINNED (the move to an aperture found no room: other allocations may
+ * have been evicted, this one is where it was); VIDMM_E_NO_MEMORY (no backing store);
+ * VIDMM_E_IO (the disk tier could not read it back); VIDMM_E_DEVICE_REMOVED.
+ * Lifetime: '*data' is valid until the Unlock2 that ends the lock, the allocation's destroy or
+ * the device's removal, whichever is first.
+ * Thread safety: as every device call; it waits for the allocation's paging (and disk
+ * read-back) only, never for a submission fence itself. */
+VIDMM_API int vidmm_wddm2_lock2(vidmm_device *dev, uint32_t process, vidmm_handle h, uint32_t flags, void **data);
+
+/* vidmm_wddm2_unlock2() (D3DKMTUnlock2 / pfnUnlock2Cb) drops one Lock2 reference of 'h'; at 0
+ * the lock ends. Returns 0; VIDMM_E_INVALID_ARG (NULL, not a WDDM2 device, an unknown handle,
+ * an allocation not locked - spec 6.6: dxgkrnl's "Allocation is not locked" - or locked by
+ * vidmm_lock(): nothing changed); VIDMM_E_DEVICE_REMOVED. */
+VIDMM_API int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h);
+
+/* D3DDDI_UPDATEALLOCPROPERTY's PropertyMaskValue bits (spec 12), exact values. */
+#define VIDMM_UPDATE_SET_ACCESSED_PHYSICALLY   0x1u
+#define VIDMM_UPDATE_SET_SUPPORTED_SEGMENT_SET 0x2u
+#define VIDMM_UPDATE_SET_PREFERRED_SEGMENT     0x4u
+#define VIDMM_UPDATE_SET_UNMOVEABLE            0x8u
+/* D3DDDI_UPDATEALLOCPROPERTY_FLAGS, exact values: the new values of the properties. */
+#define VIDMM_UPDATE_ACCESSED_PHYSICALLY       0x1u
+#define VIDMM_UPDATE_UNMOVEABLE                0x2u
+
+/* D3DDDI_UPDATEALLOCPROPERTY. */
+struct vidmm_update_alloc_property_args {
+    size_t size_of;                     /* sizeof(struct vidmm_update_alloc_property_args) */
+    vidmm_handle allocation;            /* hAllocation */
+    uint32_t supported_segment_set;     /* SupportedSegmentSet (SET_SUPPORTED_SEGMENT_SET) */
+    uint32_t preferred_segment;         /* PreferredSegment, a DXGK_SEGMENTPREFERENCE value
+                                           (SET_PREFERRED_SEGMENT) */
+    uint32_t flags;                     /* VIDMM_UPDATE_ACCESSED_PHYSICALLY / _UNMOVEABLE */
+    uint32_t property_mask;             /* VIDMM_UPDATE_SET_*, at least one */
+    uint32_t reserved;                  /* 0 */
+    uint64_t paging_fence;              /* out: PagingFenceValue - the move's last paging
+                                           operation; 0 when nothing moved */
+};
+
+/* vidmm_wddm2_update_alloc_property() (pfnUpdateAllocationPropertyCb, WDDM 2.1) changes the
+ * properties 'property_mask' names, for every later placement:
+ *   SET_SUPPORTED_SEGMENT_SET  the supported segment set (WDDM2 has one set: it becomes the
+ *                              read and the write set, spec 15.2);
+ *   SET_PREFERRED_SEGMENT      the placement preference (spec 3.1, 15.3): the next placement
+ *                              follows it, nothing moves for it;
+ *   SET_ACCESSED_PHYSICALLY    the ACCESSED_PHYSICALLY allocation flag, to flags' value;
+ *   SET_UNMOVEABLE             engine policy: Unmoveable 1 pins the allocation as Overlay /
+ *                              Capture are pinned (never a victim, never moved once placed);
+ *                              0 unpins it (not an Overlay / Capture one: those stay pinned).
+ * The changed descriptor must pass every creation rule of spec 15.2 (sets of existing
+ * segments, not empty, each preferred ID in the set, 64 KB alignment for USE_64KB_PAGES
+ * segments, PitchAlignedSize for PITCH_ALIGNMENT ones, EXPLICIT_RESIDENCY_NOTIFICATION only
+ * with ACCESSED_PHYSICALLY, ...). When the new set excludes the segment the allocation is in,
+ * it moves: an allocation on the residency list is placed again in the new set (its paging
+ * queued: wait for 'paging_fence' before the GPU uses it); one that is not is evicted (the next
+ * make-resident places it). Mappings of its GPU VAs follow (UPDATE_PAGE_TABLE).
+ * Returns: 0 (paging done, or none); VIDMM_PENDING (the move's paging is in flight: wait for
+ * 'paging_fence'); VIDMM_E_INVALID_ARG (NULL, size_of too small, property_mask 0 or unknown
+ * bits, unknown flags, reserved not 0, not a WDDM2 device, an unknown handle, a rule of spec
+ * 15.2 broken); VIDMM_E_UNSUPPORTED (EXISTING_* memory with a set of apertures only);
+ * VIDMM_E_NO_VIDEO_MEMORY (no segment of the new set could ever hold it, or no room for the
+ * move even after eviction - other allocations may have been evicted); VIDMM_E_BUSY (it
+ * would have to move but is locked or being placed by another call); VIDMM_E_CANT_EVICT_PINNED
+ * (it would have to move but is pinned); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED. On every
+ * failure the allocation's properties are unchanged. */
+VIDMM_API int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_alloc_property_args *args);
 
 /* ---------------------------------------------------------------------------------------------
  * Budgets (spec 12, 15.22).

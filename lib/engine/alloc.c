@@ -24,7 +24,7 @@ static uint32_t segments_with(const vidmm_device *dev, uint32_t flags)
 
 #define REFUSE(field, rule, spec) vidmm_refuse("vidmm_alloc_create", field, rule, spec)
 
-static int check_flags(const vidmm_device *dev, uint32_t f, uint32_t kind)
+static inline __attribute__((always_inline)) int check_flags(const vidmm_device *dev, uint32_t f, uint32_t kind)
 {
     const uint32_t existing = VIDMM_ALLOC_EXISTING_SYSMEM | VIDMM_ALLOC_EXISTING_KERNEL_SYSMEM;
     if (f & VIDMM_ALLOC_RESERVED_MASK)
@@ -72,7 +72,7 @@ static uint64_t space_of(const struct vm_segment *s, const struct vidmm_alloc_de
 /* could_ever_fit(): some segment of 'set' could hold 'd' were it empty: its size (the top 20 %
  * for Overlay / Capture), and for an aperture its CommitLimit and the adapter's
  * ApertureSegmentCommitLimit (spec 15.3). Caller memory never goes to an aperture here. */
-static bool could_ever_fit(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t size, uint32_t set)
+static inline __attribute__((always_inline)) bool could_ever_fit(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t size, uint32_t set)
 {
     const bool pinned = (d->flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
     for (uint32_t i = 0; i < dev->nseg; i++) {
@@ -97,7 +97,7 @@ static bool could_ever_fit(const vidmm_device *dev, const struct vidmm_alloc_des
     return false;
 }
 
-static int check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t *rounded)
+static inline __attribute__((always_inline)) int check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d, uint64_t *rounded)
 {
     if (d->size == 0 || d->size > (UINT64_MAX >> 1))
         return REFUSE("size", "0 or beyond 2^63", "15.2");
@@ -187,6 +187,14 @@ static int check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d
     }
     *rounded = size;
     return 0;
+}
+
+/* WDDM2 hook (lock2.c, UpdateAllocationProperty): the creation rules (spec 15.2) applied to an
+ * allocation's descriptor with changed segment sets, preference or flags. */
+int vm_check_alloc_desc(const vidmm_device *dev, const struct vidmm_alloc_desc *d)
+{
+    uint64_t size;
+    return check_alloc(dev, d, &size);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -86,7 +86,9 @@ enum vm_lock_mode {
     VM_LOCK_NONE = 0,
     VM_LOCK_DIRECT,             /* pointer to where the content is (segment or backing store) */
     VM_LOCK_RANGE,              /* through a swizzling range: the linear view */
-    VM_LOCK_ALTVA               /* UseAlternateVA: a fresh view of the backing store */
+    VM_LOCK_ALTVA,              /* UseAlternateVA: a fresh view of the backing store */
+    VM_LOCK_LOCK2               /* WDDM2 hook: a Lock2 (lock2.c) - the pointer is where the
+                                   content is, as VM_LOCK_DIRECT; ended by Unlock2 only */
 };
 
 /* One instance of an allocation: what is placed, evicted, locked and submitted. */

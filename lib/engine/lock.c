@@ -131,6 +131,9 @@ static int check_lock(const vidmm_device *dev, const struct vm_alloc *a, const s
             return REFUSE("allocation", "locked through a swizzling range: unlock it first", "6.3 rule 8");
         if (a->lock_mode == VM_LOCK_ALTVA)
             return REFUSE("allocation", "locked with USE_ALTERNATE_VA: unlock it first", "6.3 rule 7");
+        if (a->lock_mode == VM_LOCK_LOCK2) /* WDDM2 hook: the two lock kinds do not mix (lock2.c) */
+            return REFUSE("allocation", "locked by vidmm_wddm2_lock2(): unlock it with vidmm_wddm2_unlock2() first",
+                          "6.6");
         if ((f & VIDMM_LOCK_ACQUIRE_APERTURE) && !(a->lock_flags & VIDMM_LOCK_ACQUIRE_APERTURE))
             return REFUSE("flags", "ACQUIRE_APERTURE on an allocation locked without it", "6.3 rule 6");
     }
@@ -1439,8 +1442,8 @@ static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
         r->active = false;
     } else if (a->lock_mode == VM_LOCK_ALTVA && a->range >= 0) {
         dev->ranges[a->range].active = false;
-    } else if (a->lock_mode == VM_LOCK_DIRECT && sysmem_backed(a->g) && a->where == VIDMM_WHERE_SEGMENT &&
-               (a->dirty_all_pages || a->ndirty_pages)) {
+    } else if ((a->lock_mode == VM_LOCK_DIRECT || a->lock_mode == VM_LOCK_LOCK2 /* WDDM2 hook (lock2.c) */) &&
+               sysmem_backed(a->g) && a->where == VIDMM_WHERE_SEGMENT && (a->dirty_all_pages || a->ndirty_pages)) {
         push_dirty_pages(dev, a);
     }
     a->ndirty_pages = 0;
@@ -1468,6 +1471,9 @@ again:
             err = vm_refuse_handle(__func__, handles[i]);
         else if (a->lock_count == 0)
             err = vidmm_refuse(__func__, "handles[]", "an allocation that is not locked", "15.12");
+        else if (a->lock_mode == VM_LOCK_LOCK2) /* WDDM2 hook: ended by vidmm_wddm2_unlock2() only (lock2.c) */
+            err = vidmm_refuse(__func__, "handles[]", "locked by vidmm_wddm2_lock2(): unlock it with vidmm_wddm2_unlock2()",
+                               "6.6");
         else
             a->sub_count = 0;
     }
@@ -1534,4 +1540,25 @@ bool vm_wait_converting(vidmm_device *dev, const struct vidmm_alloc_ref *refs, u
         }
     }
     return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * WDDM2 hooks (lock2.c): Lock2 takes its pointer as a plain lock without flags does, once
+ * lock2.c has decided that the allocation may be locked where it is (spec 15.23) - the
+ * segment's CPU view of a CPU-visible memory segment, else the system-memory backing store
+ * (committed now if the content exists nowhere yet; for PermanentSysMem / Existing*SysMem
+ * always, a copy the GPU wrote fetched back first). Unlock2 ends it as vidmm_unlock() ends a
+ * plain lock (a PermanentSysMem copy-back at the last unlock).
+ * ------------------------------------------------------------------------------------------- */
+int vm_lock_plain(vidmm_device *dev, struct vm_alloc *a, uint8_t **ptr)
+{
+    struct vidmm_lock_args args;
+    memset(&args, 0, sizeof args);
+    args.allocation = a->handle;
+    return lock_direct(dev, a, &args, 0, ptr);
+}
+
+void vm_unlock_one(vidmm_device *dev, struct vm_alloc *a)
+{
+    unlock_one(dev, a);
 }

@@ -626,6 +626,18 @@ int vm_make_resident(vidmm_device *dev, struct vm_alloc *a, unsigned use, bool d
     }
     if (placed && a->pinned)
         return VIDMM_E_CANT_EVICT_PINNED; /* pinned never moves (spec 10, 15.4) */
+    if (dev->w2.on && a->lock_count) {
+        /* WDDM2 hook (spec 6.6, 15.23, lock2.c): a locked allocation's CPU pointer stays valid.
+         * Placed, it does not move; not placed, its pointer is the backing store, so only an
+         * aperture segment may take it (mapping, not copying, those pages): it is never
+         * committed to a memory segment while the lock lasts. */
+        if (placed)
+            return VIDMM_E_BUSY;
+        uint32_t apertures = 0;
+        for (uint32_t i = 0; i < dev->nseg; i++)
+            apertures |= dev->seg[i].aperture ? 1u << i : 0u;
+        allowed &= apertures;
+    }
     /* Anything from here on pages it, and paging a busy allocation waits for the GPU first
      * (ALLOCATION_BUSY, or SynchronousPaging): a caller that asked not to wait is told so now,
      * before anything changed. */

@@ -265,6 +265,9 @@ retry:
     for (size_t i = 0; i < n; i++) /* offer hook: reclaim before use (spec 15.20, offer.c) */
         if ((err = vm_offer_refuse_use(u[i], call)) != 0)
             goto out;
+    for (size_t i = 0; i < n; i++) /* WDDM2 hook: locked outside every segment it may use (lock2.c) */
+        if ((err = vm_lock2_refuse_commit(dev, u[i], call)) != 0)
+            goto out;
     /* Written out to the disk tier: read back first; the wait releases the mutex, so the list
      * is checked again from the start. */
     for (size_t i = 0; i < n; i++) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* lib/engine/wddm2.h - the WDDM2 model's state inside the engine (include/vidmm/wddm2.h):
  * what an allocation and a device carry for GPU VA spaces (gpuva.c) and residency and budgets
- * (residency.c), and the hooks the rest of the engine calls. Included by engine.h; everything
+ * (residency.c), and the hooks the rest of the engine calls (Lock2 and UpdateAllocationProperty:
+ * lock2.c). Included by engine.h; everything
  * here is guarded by the device mutex unless a comment says otherwise. */
 #ifndef VIDMM_LIB_ENGINE_WDDM2_H
 #define VIDMM_LIB_ENGINE_WDDM2_H
@@ -83,6 +84,18 @@ void vm_w2_placed(vidmm_device *dev, struct vm_alloc *a);
 void vm_w2_alloc_free(vidmm_device *dev, struct vm_alloc *a);
 /* paging.c run_one(): an UPDATE_PAGE_TABLE operation runs - write its entries. */
 void vm_va_apply(const struct vm_pop *p);
+
+/* lock2.c: a locked allocation (Lock2, or a plain lock) that is not placed and has no aperture
+ * segment in its supported set cannot be made resident while the lock lasts (spec 6.6: not
+ * committed to a memory segment). residency.c vidmm_wddm2_make_resident(), before anything
+ * changes. 0 or VIDMM_E_NOT_AVAILABLE (logged with 'call'). */
+int vm_lock2_refuse_commit(const vidmm_device *dev, const struct vm_alloc *a, const char *call);
+/* lock.c, for lock2.c: the pointer of a plain lock without flags where 'a' is now (lock_direct()),
+ * and the end of one lock level (unlock_one()). */
+int vm_lock_plain(vidmm_device *dev, struct vm_alloc *a, uint8_t **ptr);
+void vm_unlock_one(vidmm_device *dev, struct vm_alloc *a);
+/* alloc.c, for lock2.c: the creation rules (spec 15.2) on a changed descriptor. */
+int vm_check_alloc_desc(const vidmm_device *dev, const struct vidmm_alloc_desc *d);
 
 /* gpuva.c, for residency.c. */
 void vm_va_spaces_free(vidmm_device *dev);
