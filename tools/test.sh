@@ -97,7 +97,7 @@ run_ctest_preset() {
 # (a thread in io_uring_enter() stops every other one there), each with a logged warning.
 # VIDMM_VALGRIND_PROGRAMS (an extended regex of target names) runs others instead.
 # ---------------------------------------------------------------------------------------------
-VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|fuzz_engine_replay)$'}
+VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|test_lock_dirty|fuzz_engine_replay)$'}
 
 run_valgrind() {
   local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 start

@@ -655,9 +655,14 @@ VIDMM_API int vidmm_lock_region(vidmm_device *dev, struct vidmm_lock_args *args,
 
 /* vidmm_unlock() unlocks 'count' allocations (D3DDDICB_UNLOCK): a swizzled range's view is
  * tiled back unless the lock was READ_ONLY (what was written; a narrow lock's part only); a
- * PermanentSysMem allocation resident in a segment gets the listed (or all) pages transferred
- * back - done, and in the paging log, when the call returns, unless the GPU still uses the
- * allocation (the transfer then waits for the GPU, the unlock does not). Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
+ * PermanentSysMem allocation resident in a segment gets the listed pages transferred back -
+ * done, and in the paging log, when the call returns, unless the GPU still uses the
+ * allocation (the transfer then waits for the GPU, the unlock does not). A writable lock
+ * without a page list of an allocation of 256 KiB or more records which pages the CPU (or the
+ * kernel, e.g. read(2) into it) wrote, where the kernel offers userfaultfd's asynchronous
+ * write-protect (Linux 6.7): the transfer back covers those pages, and for a Cached
+ * allocation the cache flush before the GPU next reads it too; elsewhere, or with
+ * VIDMM_LOCK_DIRTY=off, every page counts as written. Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
  * nothing unlocked), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles);
 

@@ -356,6 +356,7 @@ void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
     if (a->altva)
         vmos_view_unmap(a->altva, a->altva_len);
     free(a->dirty_pages);
+    free(a->cpu_dirty);
     vm_handle_free(dev, a->handle);
     free(a);
 }

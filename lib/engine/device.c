@@ -166,10 +166,16 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
 static void device_free(vidmm_device *dev)
 {
     vm_swap_close(dev);
+    if (dev->wtracks) { /* before the memory they track goes */
+        vmos_wtrack_destroy(dev->wtracks->arena);
+        for (uint32_t i = 0; i < VIDMM_MAX_SEGMENTS; i++)
+            vmos_wtrack_destroy(dev->wtracks->seg[i]);
+        free(dev->wtracks);
+    }
     for (uint32_t i = 0; i < dev->nseg; i++)
         segment_fini(&dev->seg[i]);
     for (uint32_t i = 0; i < dev->nranges; i++) {
-        vidmm_writewatch_destroy(dev->ranges[i].ww); /* before its memory goes */
+        vmos_wtrack_destroy(dev->ranges[i].ww); /* before its memory goes */
         vmos_lazy_destroy(dev->ranges[i].lazy);
         vm_lazy_fill_free(dev->ranges[i].fill);
         free(dev->ranges[i].view), free(dev->ranges[i].snap);

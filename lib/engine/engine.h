@@ -125,6 +125,14 @@ struct vm_alloc {
     uint32_t ndirty_pages, cap_dirty_pages;
     bool dirty_all_pages;
     bool cpu_wrote;             /* Cached, CPU wrote it in a non-coherent segment: flush before GPU use */
+    bool cpu_partial;           /* with cpu_wrote: only the pages of 'cpu_dirty' were written */
+    uint64_t *cpu_dirty;        /* Cached: pages written under watched plain locks (bitmap) */
+    /* Issue 16: a plain writable lock without a page list records which pages the CPU writes
+     * (lock.c, watch_*): 'wt' is the tracker of the pool the lock pointer is in, armed over
+     * [wt_ptr, wt_ptr + size) from the lock to its end. */
+    struct vmos_wtrack *wt;
+    uint8_t *wt_ptr;
+    uint32_t wt_skip, wt_backoff; /* locks left unwatched, and the current back-off */
     /* the disk tier */
     uint32_t swap;              /* enum vm_swap_state */
     uint64_t swap_off;          /* its extent in the swap file */
@@ -173,12 +181,14 @@ struct vm_range {
     uint8_t *snap;              /* what the view showed when the lock began (writable locks
                                    without a write-watch) */
     size_t view_len;
-    /* The pages of the view the CPU wrote (include/vidmm/writewatch.h, userfaultfd backend
-     * only: the engine installs no signal handler). Made on the view's first writable lock
-     * unless dev->range_watch is off; 'ww_failed' once the kernel refused it (then the snapshot
-     * is compared, as before). 'ww_armed': this lock's writes are being recorded. */
-    vidmm_writewatch *ww;
-    bool ww_failed, ww_armed;
+    /* The pages of the view the CPU wrote (os.h vmos_wtrack_*: userfaultfd's asynchronous
+     * write-protect; the engine installs no signal handler). Made on the view's first writable
+     * lock unless dev->range_watch is off; 'ww_failed' once the kernel refused it (then the
+     * snapshot is compared, as before). 'ww_armed': this lock's writes are being recorded;
+     * 'ww_protected': pages of the view are still write-protected since (lock.c range_open()
+     * lifts it before untiling). */
+    struct vmos_wtrack *ww;
+    bool ww_failed, ww_armed, ww_protected;
     /* The lazy view (VIDMM_DEVICE_LAZY_RANGES): filled per page on first access while a lock
      * holds it (lazy_armed), its written pages tiled back at unlock. 'lazy_failed' once the
      * kernel refused one: the eager view serves from then on. */
@@ -203,6 +213,16 @@ struct vm_pop {
      * value of its first entry (the next ones follow page by page). */
     struct vidmm_va_space *va_space;
     uint64_t pte;
+};
+
+/* The write trackers of plain locks (lock.c watch_*): one per pool a lock pointer can be in -
+ * the backing-store arena, each memory segment's memory - each made on its first need, and
+ * 'failed' once the kernel refused it. */
+struct vm_wtracks {
+    struct vmos_wtrack *arena;
+    bool arena_failed;
+    struct vmos_wtrack *seg[VIDMM_MAX_SEGMENTS];
+    bool seg_failed[VIDMM_MAX_SEGMENTS];
 };
 
 struct vidmm_device {
@@ -260,6 +280,11 @@ struct vidmm_device {
     bool range_watch_small;     /* narrow parts below VM_PART_SNAPSHOT_MAX too (lock.c; issue 16:
                                    VIDMM_RANGE_DIRTY=watch) */
     bool lazy_ranges;           /* VIDMM_DEVICE_LAZY_RANGES, unless VIDMM_LAZY=off */
+    uint8_t lock_watch;         /* plain writable locks record the pages written, so that the
+                                   copy-back and the cache flush cover only those (lock.c; issue
+                                   16): 0 not known yet, 1 on, 2 off (VIDMM_LOCK_DIRTY=off, read
+                                   at the first lock that could use it) */
+    struct vm_wtracks *wtracks; /* the write trackers of plain locks (lock.c), made on first need */
     struct vm_range ranges[VM_MAX_RANGES];
     pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
 

@@ -214,30 +214,27 @@ static int check_region(const struct vm_alloc *a, const struct vidmm_lock_args *
 }
 
 /* range_watch_arm() starts recording which pages of range 'r''s view the CPU writes from now
- * on (the eager untiling has just written all of them): the view's write-watch is made on its
- * first use - the userfaultfd backend only, which needs no signal handler - and reset. False
- * when there is none (off, or refused by the kernel: the snapshot is compared instead). */
+ * on (the eager untiling has just written all of them): the view's write tracker (os.h
+ * vmos_wtrack_*, userfaultfd's asynchronous write-protect: no signal handler) is made on its
+ * first use, and armed. The unlock collects the pages written and lifts the protection, so
+ * that the next lock's untiling does not fault on every page of the view. False when there is
+ * none (off, or refused by the kernel: the snapshot is compared instead). */
 static bool range_watch_arm(vidmm_device *dev, struct vm_range *r)
 {
     if (!dev->range_watch || r->ww_failed)
         return false;
     if (r->ww == NULL) {
-        struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
-        d.base = r->view;
-        d.size = r->view_len;
-        d.backend = VIDMM_WRITEWATCH_UFFD;
-        d.flags = VIDMM_WRITEWATCH_QUIET; /* a kernel without it is no news: the snapshot serves */
-        if (vidmm_writewatch_create(&d, &r->ww) != 0) {
+        if (vmos_wtrack_create(r->view, r->view_len, &r->ww) != 0) {
             r->ww = NULL;
             r->ww_failed = true;
-            vidmm_log(VIDMM_LOG_DEBUG, "swizzling range views: no userfaultfd write-watch here; rows written are "
+            vidmm_log(VIDMM_LOG_DEBUG, "swizzling range views: no userfaultfd write-protect here; rows written are "
                                        "found by comparing with a snapshot");
             return false;
         }
         vidmm_log(VIDMM_LOG_DEBUG, "swizzling range view of %zu bytes: rows written found by a userfaultfd "
                                    "write-watch", r->view_len);
     }
-    return vidmm_writewatch_reset(r->ww) == 0;
+    return vmos_wtrack_arm(r->ww, r->view, r->view_len) == 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -411,7 +408,8 @@ static void cache_invalidate(vidmm_device *dev, void *p, size_t n)
 static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *args)
 {
     if (!args->page_count) {
-        a->dirty_all_pages = true;
+        if (a->wt == NULL)
+            a->dirty_all_pages = true; /* else the tracker says which, at the end */
         return;
     }
     if (a->ndirty_pages + args->page_count > a->cap_dirty_pages) {
@@ -426,6 +424,161 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
     }
     memcpy(a->dirty_pages + a->ndirty_pages, args->pages, sizeof(uint32_t) * args->page_count);
     a->ndirty_pages += args->page_count;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * What a plain lock's CPU writes touch (issue 16). A writable plain lock without a page list
+ * says nothing about what the CPU will write, so its end used to copy back (PermanentSysMem
+ * resident in a segment) or its next submission flush (Cached, non-coherent) the whole
+ * allocation. Where it pays, the lock instead arms a write tracker (os.h vmos_wtrack_*) over
+ * what it hands out - the arena for backing stores, a memory segment's memory - and its end
+ * collects the pages written: the copy-back and the flush cover those pages only.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Below this size a whole copy-back or flush costs less than arming and collecting (about
+ * 10 us of system calls; a 64 KiB copy or flush takes 3-6 us). */
+#define VM_WATCH_MIN_BYTES (256u * 1024u)
+
+/* watch_tracker() is the tracker of the pool holding [p, p + n), made on first need; NULL
+ * when there is none (the caller's own memory, a window, a kernel without WP_ASYNC). */
+static struct vmos_wtrack *watch_tracker(vidmm_device *dev, const struct vm_alloc *a, const uint8_t *p, size_t n)
+{
+    if (dev->wtracks == NULL && (dev->wtracks = calloc(1, sizeof *dev->wtracks)) == NULL)
+        return NULL;
+    struct vm_wtracks *w = dev->wtracks;
+    if (dev->arena.base && p >= dev->arena.base && n <= dev->arena.reserve &&
+        (size_t)(p - dev->arena.base) <= dev->arena.reserve - n) {
+        if (w->arena == NULL && !w->arena_failed &&
+            vmos_wtrack_create(dev->arena.base, dev->arena.reserve, &w->arena) != 0) {
+            w->arena_failed = true;
+            vidmm_log(VIDMM_LOG_DEBUG, "plain locks: no userfaultfd write-protect for the backing stores here; "
+                                       "a writable lock without a page list counts every page as written");
+        }
+        return w->arena;
+    }
+    const struct vm_segment *s = a->seg;
+    if (a->where != VIDMM_WHERE_SEGMENT || s->aperture || s->mem.base == NULL || p < s->cpu ||
+        n > s->mem.map_size || (size_t)(p - (const uint8_t *)s->mem.base) > s->mem.map_size - n)
+        return NULL;
+    const uint32_t i = s->id - 1;
+    if (w->seg[i] == NULL && !w->seg_failed[i] && vmos_wtrack_create(s->mem.base, s->mem.map_size, &w->seg[i]) != 0) {
+        w->seg_failed[i] = true;
+        vidmm_log(VIDMM_LOG_DEBUG, "plain locks: no userfaultfd write-protect for segment %u's memory here", s->id);
+    }
+    return w->seg[i];
+}
+
+/* watch_lock() arms the write tracking of a plain writable lock of 'a' at 'p' (its whole
+ * content) when an unlock or a submission would otherwise move or flush all of it. The test
+ * every lock pays is inline; the rest is not (lock_unlock in the gate). */
+static __attribute__((noinline)) void watch_arm(vidmm_device *dev, struct vm_alloc *a, uint8_t *p);
+
+static VIDMM_FORCEINLINE void watch_lock(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args,
+                                         uint8_t *p)
+{
+    if (a->g->size >= VM_WATCH_MIN_BYTES && a->wt == NULL && !args->page_count && dev->lock_watch != 2)
+        watch_arm(dev, a, p);
+}
+
+static void watch_arm(vidmm_device *dev, struct vm_alloc *a, uint8_t *p)
+{
+    const struct vm_group *g = a->g;
+    if (dev->lock_watch == 0) {
+        const char *env = getenv("VIDMM_LOCK_DIRTY"); /* here, not at creation: devices that never
+                                                         lock a large allocation do not pay it */
+        dev->lock_watch = env != NULL && strcmp(env, "off") == 0 ? 2 : 1;
+        if (dev->lock_watch == 2)
+            return;
+    }
+    if (a->wt_skip > 0) {
+        a->wt_skip--; /* recent locks wrote much of it: not watched for a while (watch_done()) */
+        return;
+    }
+    const bool copy_back = sysmem_backed(g) && a->where == VIDMM_WHERE_SEGMENT;
+    if (!copy_back && !(g->desc.flags & VIDMM_ALLOC_CACHED))
+        return;
+    struct vmos_wtrack *t = watch_tracker(dev, a, p, (size_t)g->size);
+    if (t != NULL && vmos_wtrack_arm(t, p, (size_t)g->size) == 0) {
+        a->wt = t;
+        a->wt_ptr = p;
+    }
+}
+
+/* watch_end() ends the write tracking of a lock: returns the pages written under it (a bitmap
+ * of the allocation's pages, to free), or NULL when they cannot be known - every page then
+ * counts as written (the copy-back, the flush). */
+static uint64_t *watch_end(struct vm_alloc *a)
+{
+    struct vmos_wtrack *t = a->wt;
+    const size_t npages = (size_t)(a->g->size / VIDMM_PAGE_SIZE);
+    uint64_t *bits = calloc((npages + 63) / 64, sizeof *bits);
+    a->wt = NULL;
+    if (bits == NULL || vmos_wtrack_collect(t, a->wt_ptr, (size_t)a->g->size, bits, true) != 0) {
+        (void)vmos_wtrack_disarm(t, a->wt_ptr, (size_t)a->g->size);
+        free(bits);
+        return NULL;
+    }
+    return bits;
+}
+
+/* watch_done() applies what a watched lock's end found: the pages it wrote join the
+ * copy-back's list (PermanentSysMem) and the pages the next submission flushes (Cached). */
+static __attribute__((noinline)) void watch_done(struct vm_alloc *a)
+{
+    const size_t npages = (size_t)(a->g->size / VIDMM_PAGE_SIZE), words = (npages + 63) / 64;
+    uint64_t *bits = watch_end(a);
+    size_t written = 0;
+    for (size_t w = 0; bits != NULL && w < words; w++)
+        written += (size_t)__builtin_popcountll(bits[w]);
+    /* Each page written under the watch took a fault of 1-2 us, more than copying or flushing
+     * it (0.4-0.5 us): a lock that wrote more than an eighth of the pages cost more than it
+     * saved. The next locks of the allocation go unwatched, 2, 4, ... 64 of them while that
+     * goes on, then one is watched again to see. */
+    if (bits != NULL && written > npages / 8) {
+        a->wt_backoff = a->wt_backoff ? (a->wt_backoff < 64 ? 2 * a->wt_backoff : 64) : 2;
+        a->wt_skip = a->wt_backoff;
+    } else if (bits != NULL) {
+        a->wt_backoff = 0;
+    }
+    if (bits == NULL) {
+        a->dirty_all_pages = true;
+        if (a->g->desc.flags & VIDMM_ALLOC_CACHED) {
+            a->cpu_wrote = true;
+            a->cpu_partial = false;
+        }
+        return;
+    }
+    if (written == 0) {
+        free(bits);
+        return;
+    }
+    if (sysmem_backed(a->g) && !a->dirty_all_pages) {
+        uint32_t *list = malloc(sizeof *list * written);
+        if (list == NULL) {
+            a->dirty_all_pages = true;
+        } else {
+            struct vidmm_lock_args found = { .page_count = 0 };
+            for (size_t w = 0; w < words; w++)
+                for (uint64_t m = bits[w]; m; m &= m - 1)
+                    list[found.page_count++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(m));
+            found.pages = list;
+            note_dirty_pages(a, &found); /* joins the pages any relock listed */
+            free(list);
+        }
+    }
+    if (a->g->desc.flags & VIDMM_ALLOC_CACHED) {
+        if (!a->cpu_wrote) {
+            free(a->cpu_dirty);
+            a->cpu_dirty = bits; /* handed over */
+            bits = NULL;
+            a->cpu_wrote = true;
+            a->cpu_partial = true;
+        } else if (a->cpu_partial) {
+            for (size_t w = 0; w < words; w++)
+                a->cpu_dirty[w] |= bits[w];
+        }
+    }
+    free(bits);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -686,7 +839,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
             free(sn);
             return VIDMM_E_NO_MEMORY;
         }
-        vidmm_writewatch_destroy(r->ww); /* it watched the old view */
+        vmos_wtrack_destroy(r->ww); /* it watched the old view */
         r->ww = NULL;
         r->ww_failed = false;
         free(r->view);
@@ -695,11 +848,17 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         r->snap = sn;
         r->view_len = need;
     }
+    if (r->ww_armed || r->ww_protected) {
+        /* Protected pages left by the last lock (or by one that never ended: its allocation
+         * went): lifted first, or the untiling below would take a fault on every page - about
+         * 35 ms for 64 MiB, against 2 ms for the lift. */
+        (void)vmos_wtrack_disarm(r->ww, r->view, r->view_len);
+        r->ww_armed = r->ww_protected = false;
+    }
     /* Eager untiling: the view shows the part as an unswizzling eviction would leave it. */
     int err = part_copy(g, &r->part, tiled, r->view, r->view_len, true);
     if (err)
         return err;
-    r->ww_armed = false;
     const bool small = !r->part.whole && !dev->range_watch_small && part_bytes(g, &r->part) <= VM_PART_SNAPSHOT_MAX;
     if (writable && (small || !(r->ww_armed = range_watch_arm(dev, r))))
         part_snapshot(g, &r->part, r); /* to find what the CPU wrote */
@@ -929,8 +1088,10 @@ static void mark_written(vidmm_device *dev, struct vm_alloc *a, const struct vid
         a->dirty = true; /* a writable lock on its segment location */
     /* The CPU may write it wherever it is: flushed before the GPU next reads it from a segment
      * that does not snoop (submit.c). */
-    if (g->desc.flags & VIDMM_ALLOC_CACHED)
+    if ((g->desc.flags & VIDMM_ALLOC_CACHED) && a->wt == NULL) {
         a->cpu_wrote = true;
+        a->cpu_partial = false; /* watched: the end of the lock says which pages */
+    }
     if (sysmem_backed(g))
         note_dirty_pages(a, args);
     a->gen++; /* a disk copy being written now is stale */
@@ -986,6 +1147,8 @@ retry:
         }
         a->lock_count++;
         if (writable) {
+            if ((a->lock_flags & VIDMM_LOCK_READ_ONLY) && a->lock_mode == VM_LOCK_DIRECT)
+                watch_lock(dev, a, args, a->lock_ptr); /* the first writable lock of it */
             mark_written(dev, a, args, a->lock_mode);
             a->lock_flags &= ~VIDMM_LOCK_READ_ONLY;
         }
@@ -1070,8 +1233,11 @@ retry:
         cache_invalidate(dev, ptr, (size_t)(mode == VM_LOCK_RANGE ? g->linear_size : g->size));
         a->gpu_wrote = false;
     }
-    if (writable)
+    if (writable) {
+        if (mode == VM_LOCK_DIRECT)
+            watch_lock(dev, a, args, ptr);
         mark_written(dev, a, args, mode);
+    }
     a->lock_count = 1;
     a->lock_mode = mode;
     a->lock_flags = f;
@@ -1221,11 +1387,20 @@ static void retile_written(const struct vm_group *g, struct vm_range *r, uint8_t
             /* No memory to read the watch into: all of the part back rather than miss a write (a
              * lazy view's untouched pages fault in with the surface's own bytes). */
             (void)part_copy(g, part, tiled, view, view_len, false);
+            r->ww_protected |= r->ww_armed;
             r->ww_armed = false;
             return;
         }
-        int rc = r->lazy_armed ? vmos_lazy_written(r->lazy, pages, words)
-                               : vidmm_writewatch_get_bitmap(r->ww, true, pages, words, NULL);
+        int rc;
+        if (r->lazy_armed) {
+            rc = vmos_lazy_written(r->lazy, pages, words);
+        } else {
+            memset(pages, 0, words * sizeof *pages);
+            /* The protection stays on the pages not written: lifted by the view's next lock
+             * before it untiles (range_open()), so an unlock costs what was written. */
+            rc = vmos_wtrack_collect(r->ww, r->view, r->view_len, pages, false);
+            r->ww_protected = true;
+        }
         if (rc != 0)
             memset(pages, 0xFF, words * sizeof *pages); /* the kernel refused the scan: every row */
         if (r->lazy_armed && VIDMM_PAGE_SIZE % g->surface.element_bytes != 0) {
@@ -1290,42 +1465,45 @@ out:
 }
 
 /* PermanentSysMem resident in a segment: the pages written under the lock go back to the
- * segment copy (spec 4.1, 15.14), as one transfer per run of listed pages. */
-static void push_dirty_pages(vidmm_device *dev, struct vm_alloc *a)
+ * segment copy (spec 4.1, 15.14), as one split transfer (spec 15.7) of one chunk per run of
+ * listed pages. */
+static __attribute__((noinline)) void push_dirty_pages(vidmm_device *dev, struct vm_alloc *a)
 {
     const uint64_t npages = a->g->size / VIDMM_PAGE_SIZE;
     uint8_t *mark = NULL;
+    uint64_t *runs = NULL;
+    size_t nruns = 0;
     if (!a->dirty_all_pages) {
         mark = calloc((size_t)npages, 1);
-        if (!mark)
-            a->dirty_all_pages = true;
-        else
+        /* at most one run per listed page, and a run has a gap after it: ndirty or npages/2 */
+        const size_t cap = a->ndirty_pages < npages / 2 + 1 ? a->ndirty_pages : (size_t)(npages / 2 + 1);
+        runs = mark ? malloc(2 * sizeof *runs * cap) : NULL;
+        if (runs == NULL) {
+            a->dirty_all_pages = true; /* no memory to sort them out: every page */
+        } else {
             for (uint32_t i = 0; i < a->ndirty_pages; i++)
                 mark[a->dirty_pages[i]] = 1;
-    }
-    uint64_t runs[2 * 64];
-    size_t nruns = 0;
-    bool all = a->dirty_all_pages;
-    for (uint64_t p = 0; p < npages;) {
-        if (!all && !mark[p]) {
-            p++;
-            continue;
+            for (uint64_t p = 0; p < npages;) {
+                if (!mark[p]) {
+                    p++;
+                    continue;
+                }
+                uint64_t q = p;
+                while (q < npages && mark[q])
+                    q++;
+                runs[2 * nruns] = p;
+                runs[2 * nruns + 1] = q - p;
+                nruns++;
+                p = q;
+            }
         }
-        uint64_t q = p;
-        while (q < npages && (all || mark[q]))
-            q++;
-        if (nruns == 64) { /* too many runs for one split transfer: send everything */
-            all = true;
-            nruns = 0;
-            p = 0;
-            continue;
-        }
-        runs[2 * nruns] = p;
-        runs[2 * nruns + 1] = q - p;
-        nruns++;
-        p = q;
     }
-    free(mark);
+    uint64_t whole[2] = { 0, npages };
+    if (a->dirty_all_pages) {
+        free(runs);
+        runs = whole;
+        nruns = 1;
+    }
     for (size_t i = 0; i < nruns; i++) {
         struct vm_pop p;
         memset(&p, 0, sizeof p);
@@ -1348,6 +1526,9 @@ static void push_dirty_pages(vidmm_device *dev, struct vm_alloc *a)
         a->paging_fence = vm_emit(dev, &p);
         dev->st.bytes_paged_in += len;
     }
+    if (runs != whole)
+        free(runs);
+    free(mark);
 }
 
 /* A range lock an unlock ends, and what ending it takes (unlock_convert()). */
@@ -1442,9 +1623,11 @@ static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
         r->active = false;
     } else if (a->lock_mode == VM_LOCK_ALTVA && a->range >= 0) {
         dev->ranges[a->range].active = false;
-    } else if ((a->lock_mode == VM_LOCK_DIRECT || a->lock_mode == VM_LOCK_LOCK2 /* WDDM2 hook (lock2.c) */) &&
-               sysmem_backed(a->g) && a->where == VIDMM_WHERE_SEGMENT && (a->dirty_all_pages || a->ndirty_pages)) {
-        push_dirty_pages(dev, a);
+    } else if (a->lock_mode == VM_LOCK_DIRECT || a->lock_mode == VM_LOCK_LOCK2 /* WDDM2 hook (lock2.c) */) {
+        if (a->wt != NULL)
+            watch_done(a);
+        if (sysmem_backed(a->g) && a->where == VIDMM_WHERE_SEGMENT && (a->dirty_all_pages || a->ndirty_pages))
+            push_dirty_pages(dev, a);
     }
     a->ndirty_pages = 0;
     a->dirty_all_pages = false;
@@ -1520,6 +1703,10 @@ void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a)
     if (a->range >= 0 && a->range < (int)dev->nranges) {
         range_lazy_drop(&dev->ranges[a->range]);
         dev->ranges[a->range].active = false;
+    }
+    if (a->wt != NULL) {
+        (void)vmos_wtrack_disarm(a->wt, a->wt_ptr, (size_t)a->g->size);
+        a->wt = NULL;
     }
     a->lock_count = 0;
     a->lock_mode = VM_LOCK_NONE;

@@ -160,8 +160,10 @@ retry:
      * location makes it dirty; 15.24: a CACHED one is flushed before the GPU reads it). */
     if (a->where == VIDMM_WHERE_SEGMENT && !sysmem_backed(g))
         a->dirty = true;
-    if (g->desc.flags & VIDMM_ALLOC_CACHED)
+    if (g->desc.flags & VIDMM_ALLOC_CACHED) {
         a->cpu_wrote = true;
+        a->cpu_partial = false; /* every page: no write tracking under Lock2 */
+    }
     if (sysmem_backed(g))
         a->dirty_all_pages = true; /* copied back to its segment at the last Unlock2 */
     a->gen++;                      /* a disk copy being written now is stale */

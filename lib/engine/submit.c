@@ -30,6 +30,27 @@ static void cache_flush(vidmm_device *dev, void *p, size_t n)
     dev->st.cache_flushes++;
 }
 
+/* flush_pages() flushes the pages set in 'bits' of the 'npages' at 'p', a run of pages per
+ * call, counted as one flush. */
+static void flush_pages(vidmm_device *dev, uint8_t *p, const uint64_t *bits, size_t npages)
+{
+    for (size_t i = 0; i < npages;) {
+        if (!(bits[i / 64] >> (i % 64) & 1)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < npages && (bits[j / 64] >> (j % 64) & 1))
+            j++;
+        if (dev->drv.flush_cpu_cache)
+            dev->drv.flush_cpu_cache(dev->drv.arg, p + i * VIDMM_PAGE_SIZE, (j - i) * VIDMM_PAGE_SIZE);
+        else
+            vidmm_flush(p + i * VIDMM_PAGE_SIZE, (j - i) * VIDMM_PAGE_SIZE, VIDMM_FLUSH_WRITEBACK);
+        i = j;
+    }
+    dev->st.cache_flushes++;
+}
+
 static void fill_residency(const struct vm_alloc *a, struct vidmm_residency *r)
 {
     memset(r, 0, sizeof *r);
@@ -294,8 +315,14 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         const bool cached = (a->g->desc.flags & VIDMM_ALLOC_CACHED) != 0;
         if (cached && a->cpu_wrote && noncoherent(a)) {
-            cache_flush(dev, vm_content_ptr(dev, a), (size_t)a->g->size); /* CPU writes reach the GPU */
+            /* CPU writes reach the GPU: the pages watched locks found written, or all of it.
+             * (A locked allocation is never submitted: no watched lock is open here.) */
+            if (a->cpu_partial)
+                flush_pages(dev, vm_content_ptr(dev, a), a->cpu_dirty, (size_t)(a->g->size / VIDMM_PAGE_SIZE));
+            else
+                cache_flush(dev, vm_content_ptr(dev, a), (size_t)a->g->size);
             a->cpu_wrote = false;
+            a->cpu_partial = false;
         }
         a->read_fence = f;
         if (refs[i].flags & VIDMM_REF_WRITE) {

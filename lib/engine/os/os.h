@@ -98,6 +98,28 @@ void vmos_lazy_quiesce(struct vmos_lazy *v);
 void vmos_lazy_disarm(struct vmos_lazy *v, struct vmos_lazy_stats *st);
 void vmos_lazy_destroy(struct vmos_lazy *v);
 
+/* Write tracking of ranges of one pool mapping (issue 16: what the CPU wrote under a plain
+ * lock). vmos_wtrack_create() registers the whole mapping [base, base + size) with a
+ * userfaultfd in asynchronous write-protect mode, protecting nothing yet, so nothing outside an
+ * armed range ever faults. vmos_wtrack_arm() write-protects [p, p + len): each page's first
+ * write from then on (from user or kernel mode) is resolved by the kernel at once and leaves
+ * the page marked written. vmos_wtrack_collect() sets in 'bitmap' (bit i = page i of the
+ * range; not cleared first) every page of [p, p + len) written since the arm, then lifts the
+ * protection when 'lift' (else the pages not written stay protected: a later write to one,
+ * from anything, takes a minor fault, about 2 us a page, where lifting them costs a page-table
+ * walk, about 0.15 us a page). Pages never populated may be reported as written where the kernel lacks
+ * WP_UNPOPULATED: the set is never short. Creation fails with VIDMM_E_UNSUPPORTED where the
+ * kernel or the privileges give no WP_ASYNC + PAGEMAP_SCAN (Linux 6.7), or the mapping's kind
+ * refuses the registration; arm and collect fail with VIDMM_E_IO / VIDMM_E_NO_MEMORY, the
+ * caller then treating every page as written. Ranges are page-aligned and inside the mapping.
+ * Calls on disjoint ranges may run from several threads at once. */
+struct vmos_wtrack;
+int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out);
+void vmos_wtrack_destroy(struct vmos_wtrack *t);
+int vmos_wtrack_arm(struct vmos_wtrack *t, void *p, size_t len);
+int vmos_wtrack_collect(struct vmos_wtrack *t, void *p, size_t len, uint64_t *bitmap, bool lift);
+int vmos_wtrack_disarm(struct vmos_wtrack *t, void *p, size_t len); /* lift, collect nothing */
+
 /* Which tiers this process could obtain right now (bit n = tier n), for vidmm-info and tests. */
 unsigned vmos_tiers_available(void);
 

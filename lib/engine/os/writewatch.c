@@ -907,6 +907,153 @@ static int try_backend(struct vidmm_writewatch *ww, int b)
     }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Range trackers for the engine (os.h vmos_wtrack_*): the uffd backend's mechanism without the
+ * public region's bookkeeping - one registration for a whole pool mapping, and protection armed
+ * and lifted per range, so the pages of the pool nobody locks never take a fault.
+ * ------------------------------------------------------------------------------------------- */
+struct vmos_wtrack {
+    int uffd;
+    uint8_t *base;
+    size_t size;
+};
+
+int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out)
+{
+    size_t pg = vmos_page_size();
+    if (base == NULL || size == 0 || ((uintptr_t)base | size) % pg != 0 || out == NULL)
+        return VIDMM_E_INVALID_ARG;
+    int why = 0, fd = -1;
+    uint64_t want = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
+    struct uffdio_api api;
+    for (int attempt = 0; attempt < 2; attempt++) { /* a failed UFFDIO_API spoils its fd */
+        if ((fd = uffd_open(&why)) < 0)
+            return VIDMM_E_UNSUPPORTED;
+        memset(&api, 0, sizeof api);
+        api.api = UFFD_API;
+        api.features = want;
+        if (ioctl(fd, UFFDIO_API, &api) == 0)
+            break;
+        close(fd);
+        fd = -1;
+        want = UFFD_FEATURE_WP_ASYNC;
+    }
+    if (fd < 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
+        if (fd >= 0)
+            close(fd);
+        return VIDMM_E_UNSUPPORTED;
+    }
+    struct uffdio_register reg;
+    memset(&reg, 0, sizeof reg);
+    reg.range.start = (uintptr_t)base;
+    reg.range.len = size;
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    int pfd = pm_fd_get();
+    struct pm_scan_arg probe;
+    memset(&probe, 0, sizeof probe);
+    probe.size = sizeof probe;
+    probe.flags = PM_SCAN_CHECK_WPASYNC;
+    probe.start = (uintptr_t)base;
+    probe.end = probe.start + pg;
+    probe.category_mask = PAGE_IS_WRITTEN;
+    probe.return_mask = PAGE_IS_WRITTEN;
+    if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
+        close(fd);
+        return VIDMM_E_UNSUPPORTED;
+    }
+    if (pfd < 0 || ioctl(pfd, PAGEMAP_SCAN, &probe) < 0) {
+        (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
+        close(fd);
+        return VIDMM_E_UNSUPPORTED;
+    }
+    struct vmos_wtrack *t = malloc(sizeof *t);
+    if (t == NULL) {
+        (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
+        close(fd);
+        return VIDMM_E_NO_MEMORY;
+    }
+    t->uffd = fd;
+    t->base = base;
+    t->size = size;
+    *out = t;
+    return 0;
+}
+
+void vmos_wtrack_destroy(struct vmos_wtrack *t)
+{
+    if (t == NULL)
+        return;
+    struct uffdio_range r = { (uintptr_t)t->base, t->size };
+    (void)ioctl(t->uffd, UFFDIO_UNREGISTER, &r);
+    close(t->uffd);
+    free(t);
+}
+
+/* wtrack_protect() sets (wp) or lifts the write-protection of [p, p + len). */
+static int wtrack_protect(struct vmos_wtrack *t, void *p, size_t len, bool wp)
+{
+    if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
+        return VIDMM_E_INVALID_ARG;
+    struct uffdio_writeprotect w;
+    memset(&w, 0, sizeof w);
+    w.range.start = (uintptr_t)p;
+    w.range.len = len;
+    w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+    while (ioctl(t->uffd, UFFDIO_WRITEPROTECT, &w) != 0)
+        if (errno != EINTR && errno != EAGAIN)
+            return scan_errno(errno);
+    return 0;
+}
+
+int vmos_wtrack_arm(struct vmos_wtrack *t, void *p, size_t len)
+{
+    return wtrack_protect(t, p, len, true);
+}
+
+int vmos_wtrack_disarm(struct vmos_wtrack *t, void *p, size_t len)
+{
+    return wtrack_protect(t, p, len, false);
+}
+
+int vmos_wtrack_collect(struct vmos_wtrack *t, void *p, size_t len, uint64_t *bitmap, bool lift)
+{
+    if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
+        return VIDMM_E_INVALID_ARG;
+    int pfd = pm_fd_get();
+    if (pfd < 0)
+        return VIDMM_E_IO;
+    struct page_region vec[SCAN_VEC];
+    const size_t pg = vmos_page_size();
+    uint64_t start = (uintptr_t)p, end = start + len;
+    while (start < end) {
+        struct pm_scan_arg a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.flags = PM_SCAN_CHECK_WPASYNC;
+        a.start = start;
+        a.end = end;
+        a.vec = (uintptr_t)vec;
+        a.vec_len = SCAN_VEC;
+        a.category_mask = PAGE_IS_WRITTEN;
+        a.return_mask = PAGE_IS_WRITTEN;
+        int r = ioctl(pfd, PAGEMAP_SCAN, &a);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return scan_errno(errno);
+        }
+        VMOS_MEM_DEFINED(&a, sizeof a);
+        VMOS_MEM_DEFINED(vec, (size_t)r * sizeof vec[0]);
+        for (int i = 0; i < r; i++)
+            for (uint64_t q = (vec[i].start - (uintptr_t)p) / pg; q < (vec[i].end - (uintptr_t)p) / pg; q++)
+                bitmap[q / 64] |= (uint64_t)1 << (q % 64);
+        if (a.walk_end <= start)
+            return VIDMM_E_IO;
+        start = a.walk_end;
+    }
+    return lift ? wtrack_protect(t, p, len, false) : 0;
+}
+
 int vidmm_writewatch_create(const struct vidmm_writewatch_desc *desc, vidmm_writewatch **out)
 {
     static const char call[] = "vidmm_writewatch_create";

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/engine/test_lock_dirty.c - issue 16 deliverable 2: a plain writable lock without a
+ * page list records which pages the CPU writes, so that
+ *   - the copy-back of a PermanentSysMem allocation resident in a segment (spec 15.14) moves
+ *     only those pages, and
+ *   - the cache flush before the GPU reads a Cached allocation from a segment that does not
+ *     snoop (spec 15.24) covers only those pages,
+ * while the content stays exact: every test compares the segment copy with what the CPU wrote,
+ * byte for byte, and a model-based sequence of locks, CPU writes, GPU writes and uses checks
+ * every page after every step. Kernel writes (read(2) into the locked pointer) count as writes.
+ * VIDMM_LOCK_DIRTY=off, and a kernel without userfaultfd's asynchronous write-protect, give the
+ * old whole-allocation behaviour: tested too. Where the kernel has no such write-protect for a
+ * shared memory mapping (or under valgrind), the tracked tests are skips that say so. */
+#define _GNU_SOURCE
+#include "t_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define NPG 512u                      /* pages of the test allocations: 2 MiB */
+#define ASIZE ((uint64_t)NPG * T_PG)
+#define SEG_SIZE (8 * T_MiB)
+
+/* ---------------------------------------------------------------------------------------------
+ * Fixtures.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Skips the test unless this kernel gives the write tracking a shared memory mapping (what the
+ * backing-store arena is) needs: a userfaultfd write-watch on a memfd mapping. */
+static void require_tracking(void)
+{
+    int fd = memfd_create("vidmm-test-probe", MFD_CLOEXEC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, 16 * (off_t)T_PG), 0);
+    void *p = mmap(NULL, 16 * T_PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    cr_assert_neq(p, MAP_FAILED);
+    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+    d.base = p;
+    d.size = 16 * T_PG;
+    d.backend = VIDMM_WRITEWATCH_UFFD;
+    d.flags = VIDMM_WRITEWATCH_QUIET;
+    vidmm_writewatch *ww = NULL;
+    int rc = vidmm_writewatch_create(&d, &ww);
+    vidmm_writewatch_destroy(ww);
+    munmap(p, 16 * T_PG);
+    close(fd);
+    if (rc != 0)
+        cr_skip_test("no userfaultfd asynchronous write-protect for shared memory here (%s): Linux 6.7 with "
+                     "WP_ASYNC and PAGEMAP_SCAN, a full userfaultfd, and no valgrind are needed",
+                     vidmm_strerror(rc));
+}
+
+/* Cache maintenance as the driver sees it: every flush range, in order. */
+#define MAX_FLUSH 1024
+struct flushes {
+    size_t n, whole;
+    uint8_t *p[MAX_FLUSH];
+    size_t len[MAX_FLUSH];
+};
+
+static void on_flush(void *arg, void *p, size_t n)
+{
+    struct flushes *f = arg;
+    if (f->n < MAX_FLUSH) {
+        f->p[f->n] = p;
+        f->len[f->n] = n;
+    }
+    f->n++;
+}
+
+static void on_inval(void *arg, void *p, size_t n)
+{
+    (void)arg, (void)p, (void)n;
+}
+
+/* One CPU-visible memory segment that does not snoop (8 MiB), one aperture; the driver
+ * records flushes when 'f' is given. */
+static vidmm_device *dev_make(struct flushes *f, struct vidmm_driver *drv)
+{
+    static struct vidmm_segment_desc segs[2];
+    segs[0] = t_mem_seg(T_VIS_BASE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE);
+    segs[1] = t_aper_seg(T_APE_BASE, SEG_SIZE, 0);
+    struct vidmm_device_desc d = t_ddesc(segs, 2);
+    d.sysmem_reserve = 64 * T_MiB;
+    if (f) {
+        memset(f, 0, sizeof *f);
+        memset(drv, 0, sizeof *drv);
+        drv->arg = f;
+        drv->flush_cpu_cache = on_flush;
+        drv->invalidate_cpu_cache = on_inval;
+        d.driver = drv;
+    }
+    return t_dev(&d);
+}
+
+/* A 2 MiB allocation with 'flags', resident in the memory segment; '*seg' is its segment copy. */
+static vidmm_handle mk_resident(vidmm_device *dev, uint32_t flags, uint8_t **seg)
+{
+    struct vidmm_alloc_desc d = t_adesc(ASIZE, T_SET(1));
+    d.flags |= flags;
+    vidmm_handle h = t_alloc(dev, &d);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    cr_assert_eq(where.segment_id, 1u);
+    *seg = where.cpu;
+    return h;
+}
+
+/* The pages of the allocation the log's TRANSFERs for 'h' wrote into the segment (1 each),
+ * and their bytes. */
+static uint64_t transferred(vidmm_device *dev, vidmm_handle h, uint8_t *pages)
+{
+    struct t_log_buf *log = malloc(sizeof *log);
+    cr_assert_not_null(log);
+    t_log_take(dev, log);
+    uint64_t bytes = 0;
+    memset(pages, 0, NPG);
+    for (size_t i = 0; i < log->n; i++) {
+        const struct vidmm_paging_op *o = &log->op[i];
+        if (o->type != VIDMM_PAGING_TRANSFER || o->allocation != h || o->dst.segment_id != 1u)
+            continue;
+        const uint64_t n = o->size / T_PG;
+        for (uint64_t k = 0; k < n; k++)
+            pages[o->mdl_offset + k] = 1;
+        bytes += o->size;
+    }
+    free(log);
+    return bytes;
+}
+
+static void write_page(uint8_t *p, uint32_t page, uint8_t v)
+{
+    /* One byte well inside the page and its last byte: a partial write is still a write. */
+    p[(size_t)page * T_PG + 100] = v;
+    p[(size_t)page * T_PG + T_PG - 1] = (uint8_t)(v + 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * PermanentSysMem: the copy-back covers the pages written.
+ * ------------------------------------------------------------------------------------------- */
+
+Test(lock_dirty, permanent_sysmem_copies_back_only_written_pages)
+{
+    require_tracking();
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    static const uint32_t written[] = { 0, 3, 4, 100, NPG - 1 };
+    for (size_t i = 0; i < sizeof written / sizeof written[0]; i++)
+        write_page(p, written[i], (uint8_t)(0x10 + i));
+    t_log_clear(dev);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    uint64_t bytes = transferred(dev, h, pages);
+    for (uint32_t i = 0; i < NPG; i++) {
+        bool w = false;
+        for (size_t k = 0; k < sizeof written / sizeof written[0]; k++)
+            w |= written[k] == i;
+        cr_assert_eq(pages[i], w, "page %u: transferred %d, written %d", i, pages[i], w);
+    }
+    cr_assert_eq(bytes, 5 * T_PG, "the copy-back moved %llu bytes for 5 pages written", (unsigned long long)bytes);
+    /* The segment copy is what the CPU wrote, and the rest is the fill it had. */
+    uint8_t *mirror = t_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(memcmp(mirror, seg, ASIZE), 0, "segment copy differs from the backing store");
+    cr_assert_eq(seg[100 * T_PG + 100], 0x13);
+    cr_assert(t_is_fill(seg + 5 * T_PG, 64, T_FILL), "an unwritten page changed");
+    t_unlock(dev, h);
+    vidmm_device_destroy(dev);
+}
+
+/* The same without the tracking (VIDMM_LOCK_DIRTY=off): the whole allocation, as before. */
+Test(lock_dirty, off_copies_back_everything)
+{
+    setenv("VIDMM_LOCK_DIRTY", "off", 1); /* read at the device's first lock that could watch */
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 7, 0x77);
+    t_log_clear(dev);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    cr_assert_eq(transferred(dev, h, pages), ASIZE, "without tracking the whole allocation goes back");
+    cr_assert_eq(seg[7 * T_PG + 100], 0x77);
+    unsetenv("VIDMM_LOCK_DIRTY");
+    vidmm_device_destroy(dev);
+}
+
+/* Below the size where tracking pays (256 KiB), the whole allocation goes back, as before. */
+Test(lock_dirty, small_allocation_copies_back_everything)
+{
+    vidmm_device *dev = dev_make(NULL, NULL);
+    struct vidmm_alloc_desc d = t_adesc(16 * T_PG, T_SET(1));
+    d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
+    vidmm_handle h = t_alloc(dev, &d);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 2, 0x22);
+    t_log_clear(dev);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    cr_assert_eq(transferred(dev, h, pages), 16 * T_PG);
+    cr_assert_eq(((uint8_t *)where.cpu)[2 * T_PG + 100], 0x22);
+    vidmm_device_destroy(dev);
+}
+
+/* A write by the kernel into the locked memory (read(2) from a pipe) is a write. */
+Test(lock_dirty, kernel_writes_count)
+{
+    require_tracking();
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    uint8_t msg[300];
+    memset(msg, 0xAB, sizeof msg);
+    cr_assert_eq(write(fds[1], msg, sizeof msg), (ssize_t)sizeof msg);
+    /* 300 bytes across the boundary of pages 9 and 10. */
+    cr_assert_eq(read(fds[0], p + 10 * T_PG - 150, sizeof msg), (ssize_t)sizeof msg);
+    close(fds[0]), close(fds[1]);
+    t_log_clear(dev);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    uint64_t bytes = transferred(dev, h, pages);
+    cr_assert(pages[9] && pages[10], "the kernel's writes were not copied back");
+    cr_assert_eq(bytes, 2 * T_PG);
+    cr_assert_eq(memcmp(seg + 10 * T_PG - 150, msg, sizeof msg), 0);
+    vidmm_device_destroy(dev);
+}
+
+/* A READ_ONLY lock, then a writable relock inside it: the relock starts the tracking; a relock
+ * with a page list inside a tracked lock adds its pages (written or not: the caller said so). */
+Test(lock_dirty, relocks)
+{
+    require_tracking();
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    uint8_t *p = t_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    uint8_t *q = t_lock(dev, h, 0);
+    cr_assert_eq(p, q);
+    write_page(q, 5, 0x55);
+    static const uint32_t listed[1] = { 200 };
+    struct vidmm_lock_args a = t_largs(h, 0);
+    a.page_count = 1;
+    a.pages = listed;
+    T_OK(vidmm_lock(dev, &a));
+    write_page(q, 300, 0x30);
+    t_log_clear(dev);
+    vidmm_handle hs[3] = { h, h, h };
+    T_OK(vidmm_unlock(dev, 3, hs));
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    uint64_t bytes = transferred(dev, h, pages);
+    cr_assert(pages[5] && pages[200] && pages[300], "pages 5/200/300 transferred: %d %d %d", pages[5], pages[200],
+              pages[300]);
+    cr_assert_eq(bytes, 3 * T_PG);
+    cr_assert_eq(seg[5 * T_PG + 100], 0x55);
+    cr_assert_eq(seg[300 * T_PG + 100], 0x30);
+    vidmm_device_destroy(dev);
+}
+
+/* A READ_ONLY lock that writes nothing moves nothing; a writable one that writes nothing
+ * either. */
+Test(lock_dirty, nothing_written_nothing_moved)
+{
+    require_tracking();
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    volatile uint8_t *p = t_lock(dev, h, 0);
+    uint8_t sum = 0;
+    for (uint32_t i = 0; i < NPG; i++)
+        sum = (uint8_t)(sum + p[(size_t)i * T_PG]); /* reads are not writes */
+    (void)sum;
+    t_log_clear(dev);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    cr_assert_eq(transferred(dev, h, pages), 0);
+    vidmm_device_destroy(dev);
+}
+
+/* Destroyed while locked: the tracking ends with it, and the next allocation in the same
+ * backing-store pages reports exactly its own writes. */
+Test(lock_dirty, destroy_while_locked)
+{
+    require_tracking();
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 1, 0x11);
+    T_OK(vidmm_alloc_destroy(dev, h));
+    h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM, &seg);
+    p = t_lock(dev, h, 0);
+    write_page(p, 2, 0x22);
+    t_log_clear(dev);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    cr_assert_eq(transferred(dev, h, pages), T_PG);
+    cr_assert(pages[2]);
+    cr_assert_eq(seg[2 * T_PG + 100], 0x22);
+    vidmm_device_destroy(dev);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cached: the flush covers the pages written.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The pages the recorded flushes covered, relative to 'base'; false if one fell outside. */
+static bool flushed_pages(const struct flushes *f, size_t from, const uint8_t *base, uint8_t *pages, uint64_t *bytes)
+{
+    memset(pages, 0, NPG);
+    *bytes = 0;
+    for (size_t i = from; i < f->n && i < MAX_FLUSH; i++) {
+        if (f->p[i] < base || f->p[i] + f->len[i] > base + ASIZE)
+            return false;
+        for (size_t k = (size_t)(f->p[i] - base) / T_PG; k < (size_t)(f->p[i] + f->len[i] - base + T_PG - 1) / T_PG; k++)
+            pages[k] = 1;
+        *bytes += f->len[i];
+    }
+    return true;
+}
+
+Test(lock_dirty, cached_flush_covers_only_written_pages)
+{
+    require_tracking();
+    struct flushes f;
+    struct vidmm_driver drv;
+    vidmm_device *dev = dev_make(&f, &drv);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_CACHED, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    cr_assert_eq(p, seg, "a Cached allocation in a CPU-visible segment locks in place");
+    write_page(p, 1, 1);
+    write_page(p, 7, 7);
+    write_page(p, 8, 8);
+    t_unlock(dev, h);
+    size_t before = f.n;
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    uint64_t bytes;
+    cr_assert(flushed_pages(&f, before, seg, pages, &bytes), "a flush outside the allocation");
+    cr_assert(pages[1] && pages[7] && pages[8], "written pages not flushed");
+    cr_assert_eq(bytes, 3 * T_PG, "flushed %llu bytes for 3 pages written", (unsigned long long)bytes);
+    cr_assert_eq(f.n - before, 2u, "one flush per run of pages: 1, 7-8");
+    /* Flushed once: the next use flushes nothing. */
+    before = f.n;
+    t_use(dev, h, 0);
+    cr_assert_eq(f.n, before, "flushed again with nothing written");
+    vidmm_device_destroy(dev);
+}
+
+/* Two watched locks before a use: the flush covers both locks' pages. A lock with a page list
+ * (not watched) in between: the caller's list says nothing about the earlier writes' pages
+ * being the only ones, so everything is flushed. */
+Test(lock_dirty, cached_locks_accumulate)
+{
+    require_tracking();
+    struct flushes f;
+    struct vidmm_driver drv;
+    vidmm_device *dev = dev_make(&f, &drv);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_CACHED, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 3, 3);
+    t_unlock(dev, h);
+    p = t_lock(dev, h, 0);
+    write_page(p, 9, 9);
+    t_unlock(dev, h);
+    size_t before = f.n;
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    uint64_t bytes;
+    cr_assert(flushed_pages(&f, before, seg, pages, &bytes));
+    cr_assert(pages[3] && pages[9], "pages 3 and 9: %d %d", pages[3], pages[9]);
+    cr_assert_eq(bytes, 2 * T_PG);
+    /* A watched lock, then one with a page list: all of it. */
+    p = t_lock(dev, h, 0);
+    write_page(p, 4, 4);
+    t_unlock(dev, h);
+    static const uint32_t listed[1] = { 20 };
+    struct vidmm_lock_args a = t_largs(h, 0);
+    a.page_count = 1;
+    a.pages = listed;
+    T_OK(vidmm_lock(dev, &a));
+    t_unlock(dev, h);
+    before = f.n;
+    t_use(dev, h, 0);
+    cr_assert(flushed_pages(&f, before, seg, pages, &bytes));
+    cr_assert_eq(bytes, ASIZE);
+    vidmm_device_destroy(dev);
+}
+
+Test(lock_dirty, cached_off_flushes_everything)
+{
+    setenv("VIDMM_LOCK_DIRTY", "off", 1);
+    struct flushes f;
+    struct vidmm_driver drv;
+    vidmm_device *dev = dev_make(&f, &drv);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_CACHED, &seg);
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 1, 1);
+    t_unlock(dev, h);
+    size_t before = f.n;
+    t_use(dev, h, 0);
+    uint8_t pages[NPG];
+    uint64_t bytes;
+    cr_assert(flushed_pages(&f, before, seg, pages, &bytes));
+    cr_assert_eq(bytes, ASIZE);
+    unsetenv("VIDMM_LOCK_DIRTY");
+    vidmm_device_destroy(dev);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A model-based sequence: random locks (plain, READ_ONLY, page lists, nested), CPU writes,
+ * GPU writes (vidmm_gpu_access) and uses of a PermanentSysMem allocation, the model's bytes
+ * compared with the segment copy after every use and with the lock's view after every lock.
+ * ------------------------------------------------------------------------------------------- */
+static uint32_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)(*s >> 11);
+}
+
+static void run_model(uint64_t seed, bool cached)
+{
+    vidmm_device *dev = dev_make(NULL, NULL);
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM | (cached ? VIDMM_ALLOC_CACHED : 0), &seg);
+    uint8_t *model = malloc(ASIZE);
+    cr_assert_not_null(model);
+    uint8_t *view = t_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    memcpy(model, view, ASIZE);
+    t_unlock(dev, h);
+    uint64_t s = seed;
+    for (int step = 0; step < 60; step++) {
+        switch (rnd(&s) % 3) {
+        case 0: { /* a lock, maybe nested, with CPU writes on the pages the rules allow */
+            const bool listed = rnd(&s) % 3 == 0, ro_first = rnd(&s) % 4 == 0;
+            uint32_t list[4];
+            struct vidmm_lock_args a = t_largs(h, ro_first ? VIDMM_LOCK_READ_ONLY : 0);
+            T_OK(vidmm_lock(dev, &a));
+            uint8_t *p = a.data;
+            cr_assert_eq(memcmp(p, model, ASIZE), 0, "seed %llu step %d: the lock shows other bytes",
+                         (unsigned long long)seed, step);
+            uint32_t locks = 1;
+            if (ro_first || listed) {
+                /* a writable relock: with a page list, writes stay on the listed pages */
+                struct vidmm_lock_args b = t_largs(h, 0);
+                if (listed) {
+                    for (int k = 0; k < 4; k++)
+                        list[k] = rnd(&s) % NPG;
+                    b.page_count = 4;
+                    b.pages = list;
+                }
+                T_OK(vidmm_lock(dev, &b));
+                locks++;
+            }
+            const uint32_t n = rnd(&s) % 40;
+            for (uint32_t k = 0; k < n; k++) {
+                uint32_t page = listed && ro_first ? list[rnd(&s) % 4] : rnd(&s) % NPG;
+                size_t off = (size_t)page * T_PG + rnd(&s) % T_PG, len = 1 + rnd(&s) % 256;
+                if (off + len > (size_t)(page + 1) * T_PG)
+                    len = (size_t)(page + 1) * T_PG - off;
+                memset(p + off, (int)(rnd(&s) & 0xFF), len);
+                memcpy(model + off, p + off, len);
+            }
+            vidmm_handle hs[2] = { h, h };
+            T_OK(vidmm_unlock(dev, locks, hs));
+            break;
+        }
+        case 1: { /* the GPU writes somewhere (the segment copy is then newer) */
+            uint8_t buf[512];
+            uint64_t off = rnd(&s) % (ASIZE - sizeof buf);
+            t_bytes(buf, sizeof buf, rnd(&s));
+            t_write(dev, h, off, buf, sizeof buf);
+            memcpy(model + off, buf, sizeof buf);
+            break;
+        }
+        default: { /* a use: the segment copy must be the model */
+            struct vidmm_residency where;
+            t_resident(dev, h, &where);
+            cr_assert_eq(where.segment_id, 1u);
+            if (memcmp(where.cpu, model, ASIZE) != 0) {
+                size_t i = 0;
+                while (((uint8_t *)where.cpu)[i] == model[i])
+                    i++;
+                cr_assert_fail("seed %llu step %d: segment byte %zu (page %zu) is 0x%02x, model 0x%02x",
+                               (unsigned long long)seed, step, i, i / T_PG, ((uint8_t *)where.cpu)[i], model[i]);
+            }
+            break;
+        }
+        }
+    }
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    cr_assert_eq(memcmp(where.cpu, model, ASIZE), 0, "seed %llu: final segment copy differs", (unsigned long long)seed);
+    free(model);
+    vidmm_device_destroy(dev);
+}
+
+Test(lock_dirty, model_sequences)
+{
+    for (uint64_t seed = 1; seed <= 12; seed++)
+        run_model(seed * 0x9E3779B97F4A7C15ull, seed % 2 == 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Swizzling-range views: the write-watch's protection does not outlive its use. A writable
+ * range lock arms the view's watch; its unlock reads what was written. The next lock of the
+ * view untiles into every page of it: if the pages were still write-protected, each would take
+ * a fault (about 35 ms for 64 MiB). Counted, not timed: the second lock takes far fewer minor
+ * faults than the view has pages.
+ * ------------------------------------------------------------------------------------------- */
+#include <sys/resource.h>
+
+static long minflt(void)
+{
+    struct rusage ru;
+    cr_assert_eq(getrusage(RUSAGE_THREAD, &ru), 0);
+    return ru.ru_minflt;
+}
+
+Test(lock_dirty, range_view_relock_takes_no_write_faults)
+{
+    require_tracking();
+    static struct vidmm_segment_desc segs[1];
+    segs[0] = t_mem_seg(T_VIS_BASE, 16 * T_MiB, VIDMM_SEGMENT_CPU_VISIBLE);
+    struct vidmm_device_desc dd = t_ddesc(segs, 1);
+    dd.swizzling_ranges = 1;
+    vidmm_device *dev = t_dev(&dd);
+    struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    struct vidmm_surface_desc s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    s.width = s.height = 1024;
+    s.depth = s.block_width = s.block_height = s.mip_levels = s.array_layers = 1;
+    s.element_bytes = 4;
+    uint64_t tsz;
+    T_OK(vidmm_surface_tiled_size(&l, &s, &tsz));
+    struct vidmm_alloc_desc d = t_adesc(tsz, T_SET(1));
+    d.flags |= VIDMM_ALLOC_SWIZZLED;
+    d.layout = &l;
+    d.surface = &s;
+    vidmm_handle h = t_alloc(dev, &d);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    const long pages = (long)(4 * T_MiB / T_PG);
+    for (int round = 0; round < 3; round++) {
+        struct vidmm_lock_args a = t_largs(h, VIDMM_LOCK_ACQUIRE_APERTURE);
+        const long f0 = minflt();
+        T_OK(vidmm_lock(dev, &a));
+        const long faults = minflt() - f0;
+        if (round > 0)
+            cr_assert_lt(faults, pages / 4, "round %d: the lock took %ld faults for a view of %ld pages: the "
+                         "last lock's write-protection was still on", round, faults, pages);
+        ((uint8_t *)a.data)[12345] ^= 1;
+        t_unlock(dev, h);
+    }
+    vidmm_device_destroy(dev);
+}
