@@ -69,11 +69,17 @@ VIDMM_BEGIN_DECLS
  *   vidmm_evict()                the paging of the evictions it made; an allocation locked,
  *                                converting or held by another call is refused (VIDMM_E_BUSY).
  *   vidmm_gpu_access()           a lock or unlock converting that allocation, its queued paging,
- *                                its disk read-back; the 'n' bytes are then copied with the
- *                                device mutex held (meant for small accesses).
+ *                                its disk read-back, another vidmm_gpu_access() or
+ *                                vidmm_invalidate_cache() of it copying; the 'n' bytes are then
+ *                                copied with the device mutex released from 64 KiB on (held
+ *                                below): meanwhile a lock, unlock, submission, make-resident or
+ *                                access of that allocation waits, nothing moves it, and calls
+ *                                on other allocations go on.
  *   vidmm_lock(), vidmm_lock_region()
  *                                the GPU (unless DONOT_WAIT / IGNORE_SYNC say otherwise), the
- *                                paging of its placement or eviction, a disk read-back. A range
+ *                                paging of its placement or eviction, a disk read-back, a
+ *                                vidmm_gpu_access() or vidmm_invalidate_cache() working on its
+ *                                bytes with the mutex released. A range
  *                                view is untiled (or a lazy view armed) with the mutex released;
  *                                meanwhile the allocation counts as range-locked: another lock
  *                                of it is refused (spec 6.3 rule 8), an unlock, submission or
@@ -83,7 +89,10 @@ VIDMM_BEGIN_DECLS
  *                                views (and drops lazy views' pages) with the mutex released, the
  *                                allocations held as above; PermanentSysMem copy-backs are
  *                                paging operations, waited for unless the GPU still uses them.
- *   vidmm_invalidate_cache()     nothing; the cache maintenance runs with the mutex held.
+ *   vidmm_invalidate_cache()     a lock or unlock converting that allocation, or another call
+ *                                working on its bytes; the engine's own cache maintenance of
+ *                                64 KiB or more runs with the mutex released (as
+ *                                vidmm_gpu_access() copies), the driver's callback with it held.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct vidmm_device vidmm_device;

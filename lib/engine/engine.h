@@ -157,7 +157,9 @@ struct vm_alloc {
      * unlock list). Set and cleared under the mutex, always with 'hold' raised and the lock
      * counted (lock_count): nothing evicts, moves or destroys it meanwhile; another unlock, a
      * submission and vidmm_gpu_access() wait (paging_cv, convert_waiters); another range lock
-     * is refused by the relock rules. */
+     * is refused by the relock rules. vidmm_gpu_access() and vidmm_invalidate_cache() of large
+     * ranges set it too, with 'hold' raised but not locked (lock.c vm_convert_begin()): a lock
+     * then waits. */
     bool converting;
 };
 
@@ -396,6 +398,13 @@ void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a);
  * (vm_alloc.converting), waits once on paging_cv and returns true: the mutex was released, the
  * caller looks everything up again. False at once when none is. */
 bool vm_wait_converting(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count);
+/* vm_convert_begin() marks 'a' converting and held and releases the device mutex, for a call
+ * that works on its bytes meanwhile (vidmm_gpu_access(), vidmm_invalidate_cache());
+ * vm_convert_end() takes the mutex back, clears the marks and wakes the waiters. Nothing moves,
+ * evicts, writes out or destroys 'a' in between; a lock, unlock, submission or make-resident
+ * of it waits. */
+void vm_convert_begin(vidmm_device *dev, struct vm_alloc *a);
+void vm_convert_end(vidmm_device *dev, struct vm_alloc *a);
 
 /* Small helpers. */
 static inline uint64_t vm_round_up(uint64_t v, uint64_t a)

@@ -882,6 +882,23 @@ static void converted(vidmm_device *dev)
         pthread_cond_broadcast(&dev->paging_cv); /* pairs with wait_converted() and destroys' waits */
 }
 
+void vm_convert_begin(vidmm_device *dev, struct vm_alloc *a)
+{
+    a->converting = true;
+    dev->converting++;
+    a->hold++;
+    pthread_mutex_unlock(&dev->mu);
+}
+
+void vm_convert_end(vidmm_device *dev, struct vm_alloc *a)
+{
+    pthread_mutex_lock(&dev->mu);
+    a->converting = false;
+    dev->converting--;
+    a->hold--;
+    converted(dev);
+}
+
 /* range_lock_convert() opens range 'r' of 'a' for a lock with flags 'f': 'a' is marked locked
  * through the range and converting, the mutex released for range_open(), then taken back and
  * the mark cleared (waiters woken). On failure - or a removal meanwhile - the lock is undone
@@ -1195,6 +1212,12 @@ retry:
              * locked, destroyed). Everything is checked again. */
             goto retry;
         }
+    }
+    if (VIDMM_UNLIKELY(a->converting)) {
+        /* vidmm_gpu_access() or vidmm_invalidate_cache() works on its bytes with the mutex
+         * released, and the paths below may move them: wait, then everything again. */
+        wait_converted(dev);
+        goto retry;
     }
     uint8_t *ptr = NULL;
     uint32_t mode = VM_LOCK_DIRECT;

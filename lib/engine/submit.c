@@ -385,6 +385,10 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
     return err;
 }
 
+/* vidmm_gpu_access() and vidmm_invalidate_cache() work on ranges from this size on with the
+ * device mutex released (below it, releasing and taking it back costs more than the work). */
+#define VM_ACCESS_UNLOCKED_MIN (64u * 1024u)
+
 int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n, bool write)
 {
     if (!dev || !vidmm_range_ok(buf, n))
@@ -429,12 +433,18 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
     }
     uint8_t *p = vm_content_ptr(dev, a) + offset;
     if (write) {
-        memcpy(p, buf, n);
         a->gen++;
         if (a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE)
             a->dirty = true;
+    }
+    if (n >= VM_ACCESS_UNLOCKED_MIN) {
+        /* Issue 16: a large copy with the mutex released (nothing moves 'a' meanwhile), so that
+         * it does not stall other threads' calls on unrelated allocations. */
+        vm_convert_begin(dev, a);
+        memcpy(write ? p : buf, write ? buf : p, n);
+        vm_convert_end(dev, a);
     } else {
-        memcpy(buf, p, n);
+        memcpy(write ? p : buf, write ? buf : p, n);
     }
 out:
     vm_unlock_and_page(dev);
@@ -449,14 +459,25 @@ int vidmm_invalidate_cache(vidmm_device *dev, vidmm_handle h, uint64_t offset, u
     struct vm_alloc *a = vm_enter(dev, h, &err);
     if (!err && (offset > a->g->size || a->g->size - offset < n))
         err = vidmm_refuse(__func__, "offset", "the range is outside the allocation", "device.h");
+    const struct vidmm_alloc_ref one = { h, 0 };
+    while (!err && vm_wait_converting(dev, &one, 1)) /* issue 16: another call works on its bytes */
+        if ((a = vm_lookup(dev, h)) == NULL)
+            err = vm_refuse_handle(__func__, h);
     if (!err && n) {
         uint8_t *p = vm_content_ptr(dev, a);
         if (p) {
+            dev->st.cache_invalidates++;
+            /* The engine's own flush of a large range with the mutex released (the driver's
+             * callback is called with it held, as everywhere: device.h). */
+            const bool unlocked = n >= VM_ACCESS_UNLOCKED_MIN && !dev->drv.invalidate_cpu_cache;
+            if (unlocked)
+                vm_convert_begin(dev, a);
             if (dev->drv.invalidate_cpu_cache)
                 dev->drv.invalidate_cpu_cache(dev->drv.arg, p + offset, (size_t)n);
             else
                 vidmm_flush(p + offset, (size_t)n, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
-            dev->st.cache_invalidates++;
+            if (unlocked)
+                vm_convert_end(dev, a);
         }
     }
     pthread_mutex_unlock(&dev->mu);
