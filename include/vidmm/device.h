@@ -41,9 +41,10 @@ VIDMM_BEGIN_DECLS
  * while a swizzling range's view is untiled or tiled back (issue 16), so that a thread
  * converting a large surface holds up no call on another allocation. Paging operations run on
  * the paging threads (paging_threads 0: on the thread of a call waiting for them) without the
- * mutex; the driver's paging callback is called there, one operation at a time. The driver's
- * swizzling-range and cache callbacks are called with the mutex held and must not call back
- * into the device. A lazy range view's page faults are served by a thread of the view: any
+ * mutex; the driver's paging callback is called there, one operation at a time, in queued order
+ * (on a WDDM2 device, paging queues' priorities may reorder operations that touch nothing in
+ * common: wddm2.h "Paging queues"). The driver's swizzling-range and cache callbacks are called
+ * with the mutex held and must not call back into the device. A lazy range view's page faults are served by a thread of the view: any
  * thread may touch the view while the lock lasts.
  *
  * Call by call, what it may wait for (the device mutex aside, which is held for bookkeeping
@@ -84,6 +85,13 @@ VIDMM_BEGIN_DECLS
  *                                allocations held as above; PermanentSysMem copy-backs are
  *                                paging operations, waited for unless the GPU still uses them.
  *   vidmm_invalidate_cache()     nothing; the cache maintenance runs with the mutex held.
+ *   vidmm_paging_queue_create(), vidmm_paging_queue_completed() (wddm2.h)
+ *                                nothing.
+ *   vidmm_paging_queue_wait()    the paging its fence value waits for (or the timeout), run on
+ *                                the caller's thread when there is no paging thread.
+ *   vidmm_paging_queue_destroy() the paging of the queue's last value, as the wait above,
+ *                                bounded by wait_timeout_ns; the queue must not be used by
+ *                                another thread meanwhile.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct vidmm_device vidmm_device;

@@ -69,6 +69,7 @@ void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d)
 void vm_w2_fini(vidmm_device *dev)
 {
     vm_va_spaces_free(dev);
+    vm_pq_free_all(dev);
     free(dev->w2.procs);
     dev->w2.procs = NULL;
     dev->w2.nprocs = dev->w2.cap_procs = 0;
@@ -245,8 +246,11 @@ static void release(vidmm_device *dev, struct vm_alloc **u, size_t n)
 int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args)
 {
     static const char call[] = "vidmm_wddm2_make_resident";
-    if (!dev || !args || args->size_of < sizeof *args)
+    if (!dev || !args || (args->size_of != VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE && args->size_of < sizeof *args))
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    /* 0.2: the paging queue, when the caller's struct has it. */
+    vidmm_paging_queue *const queue = args->size_of >= sizeof *args ? args->queue : NULL;
+    struct vidmm_paging_queue *q = NULL;
     if (!args->allocations || args->count == 0 || args->count > MAX_LIST)
         return vidmm_refuse(call, "count", "no list, or count not in 1..10240", "12");
     if (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED))
@@ -262,6 +266,14 @@ retry:
     if ((err = begin(dev, args->allocations, args->count, call)) != 0)
         goto out;
     n = collect(dev, args->allocations, args->count, u);
+    if (queue) {
+        if ((q = vm_pq_lookup(dev, queue)) == NULL) {
+            err = vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
+            goto out;
+        }
+        if ((err = vm_pq_check(q, u, n, call)) != 0 || (err = vm_pq_reserve(q)) != 0)
+            goto out;
+    }
     for (size_t i = 0; i < n; i++) /* offer hook: reclaim before use (spec 15.20, offer.c) */
         if ((err = vm_offer_refuse_use(u[i], call)) != 0)
             goto out;
@@ -315,9 +327,12 @@ retry:
         err = VIDMM_E_NO_MEMORY;
         goto out;
     }
-    /* Page in what is not resident, every listed allocation held: none is another's victim. */
+    /* Page in what is not resident, every listed allocation held: none is another's victim.
+     * The paging has the queue's priority (paging.c). */
     for (size_t i = 0; i < n; i++)
         u[i]->hold++;
+    if (q)
+        dev->emit_cls = vm_pq_class(q);
     for (size_t i = 0; i < n && !err; i++) {
         struct vm_alloc *a = u[i];
         if (is_placed(a)) {
@@ -343,6 +358,7 @@ retry:
                          : from == VIDMM_WHERE_SYSMEM && had_backing ? VM_W2_ORIGIN_BACKING
                                                                     : VM_W2_ORIGIN_UNKNOWN;
     }
+    dev->emit_cls = VM_CLS_NORMAL;
     release(dev, u, n);
     if (err)
         goto out;
@@ -362,6 +378,11 @@ retry:
     args->made_resident = args->count;
     args->paging_fence = last;
     err = last > dev->paging_done ? VIDMM_PENDING : 0;
+    if (q) {
+        bool pending;
+        args->paging_fence = vm_pq_issue(dev, q, u, n, &pending);
+        err = pending ? VIDMM_PENDING : 0;
+    }
 out:
     free(u);
     vm_unlock_and_page(dev);

@@ -7,7 +7,7 @@
 # 15.15), paging, cache maintenance, removal and determinism (15.7-15.10, 15.24-15.28); the WDDM2
 # model (include/vidmm/wddm2.h): the mode's refusals (6.6, 12, 15.1), GPU VAs (9.2, 12, 15.21),
 # residency and budgets (12, 15.21, 15.22), offer and reclaim (11, 15.20), power transitions
-# (2.3, 15.26), Lock2 / Unlock2 and UpdateAllocationProperty (6.6, 12, 15.23).
+# (2.3, 15.26), Lock2 / Unlock2 and UpdateAllocationProperty (6.6, 12, 15.23), paging queues (12).
 
 set(VIDMM_ENGINE_CONF_TESTS
   test_conf_segments
@@ -26,6 +26,7 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_wddm2_offer
   test_conf_wddm2_power
   test_conf_wddm2_lock2
+  test_conf_wddm2_queue
   test_lazy_ranges
   test_narrow_locks)
 
