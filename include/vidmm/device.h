@@ -92,6 +92,13 @@ VIDMM_BEGIN_DECLS
  *   vidmm_paging_queue_destroy() the paging of the queue's last value, as the wait above,
  *                                bounded by wait_timeout_ns; the queue must not be used by
  *                                another thread meanwhile.
+ *   vidmm_wddm2_set_budget(), vidmm_wddm2_change_reservation() (wddm2.h)
+ *                                nothing; the process's budget callbacks are then called on
+ *                                the calling thread, the device mutex released.
+ *   vidmm_wddm2_register_budget_callback()
+ *                                nothing.
+ *   vidmm_wddm2_unregister_budget_callback()
+ *                                the callback's calls running on other threads.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct vidmm_device vidmm_device;

@@ -456,9 +456,48 @@ VIDMM_API int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_
 /* vidmm_wddm2_set_budget() is the host's side: it sets the budget of 'process' in 'group'
  * (another process grew, memory shrank). The budget never goes below the process's
  * reservation: a smaller value sets it to the reservation. Its effect shows in NumBytesToTrim
- * and the next make-resident. Returns 0, VIDMM_E_INVALID_ARG (unknown group, bytes above the
+ * (of the next make-resident and evict of the process's allocations) and the budget callbacks
+ * (vidmm_wddm2_register_budget_callback(), called before it returns). Nothing is evicted for
+ * it: usage may stay above the budget until the process trims. Returns 0, VIDMM_E_INVALID_ARG (unknown group, bytes above the
  * group's maximum budget, not a WDDM2 device), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes);
+
+/* A budget change, as the budget-change callback receives it (the D3D12 budget-change event,
+ * IDXGIAdapter3::RegisterVideoMemoryBudgetChangeNotificationEvent, with the values a
+ * QueryVideoMemoryInfo right after the change would give). */
+struct vidmm_budget_change {
+    size_t size_of;                     /* sizeof(struct vidmm_budget_change), set by the engine */
+    uint32_t process;
+    uint32_t group;                     /* VIDMM_SEGMENT_GROUP_* */
+    uint64_t budget;                    /* the new Budget */
+    uint64_t previous_budget;           /* the Budget before the change */
+    uint64_t current_usage;             /* CurrentUsage when it changed (above 'budget': the
+                                           process should trim, NumBytesToTrim says how much) */
+};
+typedef void (*vidmm_budget_callback)(void *arg, const struct vidmm_budget_change *change);
+
+/* vidmm_wddm2_register_budget_callback() registers 'cb' to be told of every change of the budget
+ * of 'process' on 'dev', in either group, and stores a cookie for the unregistration in
+ * '*cookie' (never 0). A change is a new Budget value: vidmm_wddm2_set_budget() giving another
+ * value (a value that leaves the budget as it was, or the reservation clamping it back to it,
+ * changes nothing), vidmm_wddm2_change_reservation() raising the budget to the reservation.
+ * When: on the thread of the call that changed it, after that call has released the device
+ * mutex and before it returns - once per registration and changed group, in registration order;
+ * 'change' is valid during the callback only. So the callback may call back into the library
+ * on the device (query, evict, make resident, set budgets - its own changes notify in turn -,
+ * unregister itself or another), anything but destroy the device. Several registrations per
+ * process are allowed.
+ * Returns: 0 with '*cookie' set; VIDMM_E_INVALID_ARG (NULL 'dev', 'cb' or 'cookie', not a WDDM2
+ * device: nothing registered); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED.
+ * Lifetime: until vidmm_wddm2_unregister_budget_callback() or the device's destroy. */
+VIDMM_API int vidmm_wddm2_register_budget_callback(vidmm_device *dev, uint32_t process, vidmm_budget_callback cb,
+                                                   void *arg, uint64_t *cookie);
+
+/* vidmm_wddm2_unregister_budget_callback() ends registration 'cookie': when it returns, the
+ * callback is not running on another thread and is not called again (called from inside that
+ * callback, it waits for the other threads' calls only). Returns 0, VIDMM_E_INVALID_ARG (NULL,
+ * an unknown or already unregistered cookie). Works on a removed device. */
+VIDMM_API int vidmm_wddm2_unregister_budget_callback(vidmm_device *dev, uint64_t cookie);
 
 /* D3DKMT_QUERYVIDEOMEMORYINFO's results (spec 12). */
 struct vidmm_video_memory_info {
@@ -480,7 +519,8 @@ VIDMM_API int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process
 
 /* vidmm_wddm2_change_reservation() (D3DKMTChangeVideoMemoryReservation) sets the reservation
  * of 'process' in 'group': the memory it needs at least, which its budget never goes below (a
- * budget under the new reservation is raised to it). Returns 0, VIDMM_E_INVALID_ARG (unknown
+ * budget under the new reservation is raised to it, and the budget callbacks are told before
+ * the call returns). Returns 0, VIDMM_E_INVALID_ARG (unknown
  * group, 'bytes' above AvailableForReservation - spec 15.22 - or not a WDDM2 device: nothing
  * changed), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes);

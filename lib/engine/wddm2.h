@@ -47,6 +47,16 @@ struct vm_w2_proc {
     uint32_t tag;               /* scratch: the call that last touched 'need' */
 };
 
+/* A budget-change callback's registration. */
+struct vm_w2_bcb {
+    uint64_t cookie;
+    uint32_t process;
+    bool gone;                  /* unregistering: no new call starts */
+    uint32_t busy;              /* calls running now (mutex released) */
+    vidmm_budget_callback cb;
+    void *arg;
+};
+
 /* Per device (vidmm_device.w2). */
 struct vm_w2_dev {
     bool on;                    /* VIDMM_DEVICE_WDDM2 */
@@ -61,6 +71,9 @@ struct vm_w2_dev {
     uint32_t fault_process;
     vidmm_handle fault_alloc;
     struct vidmm_paging_queue *queues; /* live paging queues (pagingq.c) */
+    struct vm_w2_bcb *bcbs;     /* budget callbacks, in registration order (residency.c) */
+    uint32_t nbcbs, cap_bcbs;
+    uint64_t next_cookie;
 };
 
 /* ---------------------------------------------------------------------------------------------
