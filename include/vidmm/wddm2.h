@@ -700,13 +700,21 @@ struct vidmm_power_args {
 
 /* vidmm_power_transition() runs one standby / hibernate cycle as described above.
  * Returns: 0; VIDMM_E_INVALID_ARG (NULL, size_of too small, unknown state, reserved not 0:
- * nothing changed); VIDMM_E_BUSY (a submission fence is not signalled yet: nothing changed);
- * VIDMM_E_NO_MEMORY (no backing store or save area for an allocation that must keep its content:
- * nothing changed);
- * VIDMM_E_TIMEOUT (paging queued before the call waited for the GPU beyond the device's
- * wait_timeout_ns: nothing changed); VIDMM_E_DEVICE_REMOVED. A residency-listed allocation
- * that cannot be paged back in at the resume (no room) stays evicted and the call still
- * returns 0: vidmm_va_submit() brings it back or fails.
+ * nothing changed); VIDMM_E_BUSY (a submission fence is not signalled: nothing changed, and
+ * nothing waited for - checked before the paging queued earlier is waited for, since that
+ * paging may itself wait for the GPU: with work outstanding the call returns at once, whatever
+ * wait_timeout_ns says; signal the fences and call again);
+ * VIDMM_E_NO_MEMORY (no backing store for an allocation to page out, or no host memory for the
+ * save area of one kept in place: nothing changed - every store is had before the purge
+ * starts, so restoring the pinned and locked allocations never needs memory: they go back to
+ * the place they never left, from their save areas); VIDMM_E_TIMEOUT (paging queued before the
+ * call, or by another thread meanwhile, still ran after the device's wait_timeout_ns - which
+ * happens only when another thread submitted work during the call: before the purge nothing
+ * changed; during it, the allocations already paged out stay paged out with their content,
+ * nothing was overwritten and nothing is restored, since nothing left its place);
+ * VIDMM_E_DEVICE_REMOVED. A residency-listed allocation that cannot be paged back in at the
+ * resume (no room) stays evicted and the call still returns 0: vidmm_va_submit() brings it
+ * back or fails.
  * Thread safety: safe to call concurrently with other calls, which take effect before or
  * after the purge; the caller acting as the GPU does nothing during the call. */
 VIDMM_API int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args);
