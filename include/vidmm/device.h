@@ -512,6 +512,15 @@ VIDMM_API int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32
 /* D3DDDI_ALLOCATIONLIST entry (spec 4.5). */
 #define VIDMM_REF_WRITE            0x1u  /* WriteOperation: the GPU writes it */
 #define VIDMM_REF_DO_NOT_RETIRE    0x2u  /* DoNotRetireInstance */
+/* OfferPriority, bits 2-4 (0x1C, WDDM 1.2): a VIDMM_OFFER_PRIORITY_* value (wddm2.h: LOW 1,
+ * NORMAL 2, HIGH 3, AUTO 4; 0 NONE) in VIDMM_REF_OFFER_PRIORITY(p). Not NONE: the allocation is
+ * offered by this submission, "after this DMA buffer completes" (spec 11) - offered when the
+ * submission is issued (from then on it cannot be locked or submitted until reclaimed, as after
+ * vidmm_offer()), its offer in effect (its content discardable) once the submission's fence has
+ * passed. Values 5-7, or a pinned or locked allocation, are refused (VIDMM_E_INVALID_ARG). */
+#define VIDMM_REF_OFFER_PRIORITY_SHIFT 2u
+#define VIDMM_REF_OFFER_PRIORITY_MASK  0x1Cu
+#define VIDMM_REF_OFFER_PRIORITY(p)    (((uint32_t)(p) << VIDMM_REF_OFFER_PRIORITY_SHIFT) & VIDMM_REF_OFFER_PRIORITY_MASK)
 struct vidmm_alloc_ref {
     vidmm_handle allocation;
     uint32_t flags;              /* VIDMM_REF_* */
@@ -542,8 +551,11 @@ struct vidmm_residency {
  * it; without an aperture segment in its set either way VIDMM_E_CANT_RENDER_LOCKED), waits for the paging that needs, marks written ones dirty,
  * and returns in '*fence' a fence value the caller (the GPU) signals once it has executed the
  * work. 'where' (may be NULL) receives one entry per reference. An allocation listed twice is
- * one reference (write if either is). Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or
- * > 65536, unknown flags), VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
+ * one reference (write if either is). A reference with an OfferPriority (VIDMM_REF_OFFER_PRIORITY)
+ * offers its allocation once the submission is issued, in effect when its fence has passed.
+ * Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or > 65536, unknown flags, an offered
+ * allocation, an OfferPriority above AUTO or on a pinned or locked allocation),
+ * VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
  * 15.18), VIDMM_E_NO_VIDEO_MEMORY, VIDMM_E_CANT_EVICT_PINNED, VIDMM_E_CANT_RENDER_LOCKED,
  * VIDMM_E_BUSY (DONOT_WAIT), VIDMM_E_TIMEOUT (the device's wait_timeout_ns passed waiting
  * for the GPU: the paging queued for it completes once the GPU signals), VIDMM_E_DEVICE_REMOVED.

@@ -546,6 +546,11 @@ VIDMM_API int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process
  * those calls return VIDMM_E_INVALID_ARG (STATUS_INVALID_PARAMETER, spec 15.20) until it is
  * reclaimed. vidmm_gpu_access() (the caller's debugger view) still works.
  *
+ * On a WDDM1 device an allocation may also be offered by the submission that uses it, with an
+ * OfferPriority in its allocation-list entry (device.h VIDMM_REF_OFFER_PRIORITY, spec 11: "offer
+ * after this DMA buffer completes"): as a vidmm_offer() right after that submission, in effect
+ * once its fence has passed.
+ *
  * The offer takes effect once the GPU has finished the work submitted before it (spec 11:
  * dxgkrnl defers it, without blocking); VIDMM_OFFER_IMMEDIATELY puts it in effect at once (a
  * discard of an allocation the GPU still uses then waits in the paging queue for the GPU, as

@@ -254,6 +254,19 @@ static void offer_one(vidmm_device *dev, struct vm_alloc *a, uint32_t prio, uint
     link_offer(dev, a, pr);
 }
 
+int vm_offer_check_list(const vidmm_device *dev, const struct vm_alloc *a, uint32_t prio, const char *call)
+{
+    if (prio > VIDMM_OFFER_PRIORITY_AUTO)
+        return vidmm_refuse(call, "refs[].flags", "OfferPriority not NONE, LOW, NORMAL, HIGH or AUTO", "11");
+    return check_offerable(dev, a, call);
+}
+
+void vm_offer_after_submit(vidmm_device *dev, struct vm_alloc *a, uint32_t prio)
+{
+    /* Its read fence is the submission's: the offer waits for it (offer_one()). */
+    offer_one(dev, a, prio, 0);
+}
+
 int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args)
 {
     static const char call[] = "vidmm_offer";
