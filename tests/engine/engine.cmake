@@ -43,3 +43,9 @@ endforeach()
 add_executable(bench_wddm2_translate engine/bench_wddm2_translate.c)
 target_link_libraries(bench_wddm2_translate PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
 set_target_properties(bench_wddm2_translate PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+
+# WDDM2 residency calls on 4096 allocations (issue 15: MakeResident of an already-resident set,
+# of a set not resident, Evict): a program run by hand, like bench_wddm2_translate.
+add_executable(bench_wddm2_residency engine/bench_wddm2_residency.c)
+target_link_libraries(bench_wddm2_residency PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
+set_target_properties(bench_wddm2_residency PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
