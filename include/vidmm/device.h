@@ -41,9 +41,10 @@ VIDMM_BEGIN_DECLS
  * while a swizzling range's view is untiled or tiled back (issue 16), so that a thread
  * converting a large surface holds up no call on another allocation. Paging operations run on
  * the paging threads (paging_threads 0: on the thread of a call waiting for them) without the
- * mutex; the driver's paging callback is called there, one operation at a time. The driver's
- * swizzling-range and cache callbacks are called with the mutex held and must not call back
- * into the device. A lazy range view's page faults are served by a thread of the view: any
+ * mutex; the driver's paging callback is called there, one operation at a time, in queued order
+ * (on a WDDM2 device, paging queues' priorities may reorder operations that touch nothing in
+ * common: wddm2.h "Paging queues"). The driver's swizzling-range and cache callbacks are called
+ * with the mutex held and must not call back into the device. A lazy range view's page faults are served by a thread of the view: any
  * thread may touch the view while the lock lasts.
  *
  * Call by call, what it may wait for (the device mutex aside, which is held for bookkeeping
@@ -93,6 +94,20 @@ VIDMM_BEGIN_DECLS
  *                                working on its bytes; the engine's own cache maintenance of
  *                                64 KiB or more runs with the mutex released (as
  *                                vidmm_gpu_access() copies), the driver's callback with it held.
+ *   vidmm_paging_queue_create(), vidmm_paging_queue_completed() (wddm2.h)
+ *                                nothing.
+ *   vidmm_paging_queue_wait()    the paging its fence value waits for (or the timeout), run on
+ *                                the caller's thread when there is no paging thread.
+ *   vidmm_paging_queue_destroy() the paging of the queue's last value, as the wait above,
+ *                                bounded by wait_timeout_ns; the queue must not be used by
+ *                                another thread meanwhile.
+ *   vidmm_wddm2_set_budget(), vidmm_wddm2_change_reservation() (wddm2.h)
+ *                                nothing; the process's budget callbacks are then called on
+ *                                the calling thread, the device mutex released.
+ *   vidmm_wddm2_register_budget_callback()
+ *                                nothing.
+ *   vidmm_wddm2_unregister_budget_callback()
+ *                                the callback's calls running on other threads.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct vidmm_device vidmm_device;
@@ -506,6 +521,15 @@ VIDMM_API int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32
 /* D3DDDI_ALLOCATIONLIST entry (spec 4.5). */
 #define VIDMM_REF_WRITE            0x1u  /* WriteOperation: the GPU writes it */
 #define VIDMM_REF_DO_NOT_RETIRE    0x2u  /* DoNotRetireInstance */
+/* OfferPriority, bits 2-4 (0x1C, WDDM 1.2): a VIDMM_OFFER_PRIORITY_* value (wddm2.h: LOW 1,
+ * NORMAL 2, HIGH 3, AUTO 4; 0 NONE) in VIDMM_REF_OFFER_PRIORITY(p). Not NONE: the allocation is
+ * offered by this submission, "after this DMA buffer completes" (spec 11) - offered when the
+ * submission is issued (from then on it cannot be locked or submitted until reclaimed, as after
+ * vidmm_offer()), its offer in effect (its content discardable) once the submission's fence has
+ * passed. Values 5-7, or a pinned or locked allocation, are refused (VIDMM_E_INVALID_ARG). */
+#define VIDMM_REF_OFFER_PRIORITY_SHIFT 2u
+#define VIDMM_REF_OFFER_PRIORITY_MASK  0x1Cu
+#define VIDMM_REF_OFFER_PRIORITY(p)    (((uint32_t)(p) << VIDMM_REF_OFFER_PRIORITY_SHIFT) & VIDMM_REF_OFFER_PRIORITY_MASK)
 struct vidmm_alloc_ref {
     vidmm_handle allocation;
     uint32_t flags;              /* VIDMM_REF_* */
@@ -536,8 +560,11 @@ struct vidmm_residency {
  * it; without an aperture segment in its set either way VIDMM_E_CANT_RENDER_LOCKED), waits for the paging that needs, marks written ones dirty,
  * and returns in '*fence' a fence value the caller (the GPU) signals once it has executed the
  * work. 'where' (may be NULL) receives one entry per reference. An allocation listed twice is
- * one reference (write if either is). Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or
- * > 65536, unknown flags), VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
+ * one reference (write if either is). A reference with an OfferPriority (VIDMM_REF_OFFER_PRIORITY)
+ * offers its allocation once the submission is issued, in effect when its fence has passed.
+ * Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or > 65536, unknown flags, an offered
+ * allocation, an OfferPriority above AUTO or on a pinned or locked allocation),
+ * VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
  * 15.18), VIDMM_E_NO_VIDEO_MEMORY, VIDMM_E_CANT_EVICT_PINNED, VIDMM_E_CANT_RENDER_LOCKED,
  * VIDMM_E_BUSY (DONOT_WAIT), VIDMM_E_TIMEOUT (the device's wait_timeout_ns passed waiting
  * for the GPU: the paging queued for it completes once the GPU signals), VIDMM_E_DEVICE_REMOVED.

@@ -77,6 +77,7 @@ VIDMM_BEGIN_DECLS
 #define VIDMM_VA_RESERVE_ALIGN 65536u   /* reservations the engine places start 64 KiB-aligned */
 
 typedef struct vidmm_va_space vidmm_va_space;
+typedef struct vidmm_paging_queue vidmm_paging_queue; /* see Paging queues below */
 
 /* vidmm_va_space_create() creates the VA space of 'process' on 'dev' (one per process at a
  * time). Returns: 0 with '*out' set; VIDMM_E_INVALID_ARG (NULL, not a WDDM2 device, the
@@ -187,25 +188,35 @@ struct vidmm_make_resident_args {
     uint32_t flags;                     /* VIDMM_MAKE_RESIDENT_* */
     uint32_t made_resident;             /* out: NumAllocations made resident (count or 0) */
     uint32_t reserved;
-    uint64_t paging_fence;              /* out: PagingFenceValue */
+    uint64_t paging_fence;              /* out: PagingFenceValue - of 'queue' when one is given */
     uint64_t bytes_to_trim;             /* out: NumBytesToTrim */
+    /* 0.2 (issue 15): size_of is VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE (a caller built before this
+     * field: 'queue' is not read, the device's default queue is used) or at least the whole
+     * struct; any other size is refused. */
+    vidmm_paging_queue *queue;          /* hPagingQueue: NULL, the device's default queue */
 };
+/* size_of of the arguments before 'queue' was added. */
+#define VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE offsetof(struct vidmm_make_resident_args, queue)
 
 /* vidmm_wddm2_make_resident() adds every listed allocation to the device's residency list, one
  * reference per listing, and pages in those not resident (MakeResident). Atomic: on failure no
  * reference count changed. An allocation is charged to its process's budget (see Budgets)
- * when its count leaves 0.
+ * when its count leaves 0. With a 'queue' (see Paging queues) its paging has that queue's
+ * priority and 'paging_fence' is a fence of that queue; every listed allocation must then be
+ * of the queue's process or KIND_SHARED.
  * Returns:
  *  - 0: every allocation resident now; 'paging_fence' is its last paging operation (passed);
  *  - VIDMM_PENDING: listed, but paging is in flight: wait for 'paging_fence'
- *    (vidmm_wddm2_paging_fence_wait()) before the GPU uses them;
+ *    (vidmm_wddm2_paging_fence_wait(), with a queue vidmm_paging_queue_wait()) before the GPU
+ *    uses them;
  *  - VIDMM_E_NO_MEMORY: over the process's budget in a group (with CANT_TRIM_FURTHER: over
  *    its maximum budget), or the allocations do not fit the segments even after evicting
  *    everything not on the residency list; 'bytes_to_trim' says how much to evict before
  *    retrying; nothing changed (allocations paged in before the failure stay, off the list);
  *  - VIDMM_E_DEVICE_REMOVED: removed, or MUST_SUCCEED failed and removed it;
  *  - VIDMM_E_INVALID_ARG: NULL, size_of too small, count 0 or > 10240, unknown flags, an
- *    unknown handle, not a WDDM2 device: nothing changed;
+ *    unknown handle, not a WDDM2 device, a queue not of this device (or destroyed), an
+ *    allocation of another process than the queue's: nothing changed;
  *  - VIDMM_E_NOT_AVAILABLE: a listed allocation is locked (vidmm_wddm2_lock2(), vidmm_lock())
  *    while not resident and has no aperture segment in its set: it may not be committed to a
  *    memory segment until unlocked (spec 6.6); nothing changed;
@@ -245,12 +256,72 @@ VIDMM_API int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args
 VIDMM_API int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
                                           uint32_t *status, uint32_t *refs);
 
-/* vidmm_wddm2_paging_fence_completed() returns the last paging operation that has run;
+/* vidmm_wddm2_paging_fence_completed() returns the paging fence up to which every operation
+ * has run (operations of a higher-priority paging queue past it may have run too);
  * vidmm_wddm2_paging_fence_wait() waits until 'fence' has (running the paging queue on this
  * thread when the device has no paging thread), 'timeout_ns' UINT64_MAX: forever. Returns 0,
  * VIDMM_E_TIMEOUT, VIDMM_E_INVALID_ARG (never issued), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev);
 VIDMM_API int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns);
+
+/* ---------------------------------------------------------------------------------------------
+ * Paging queues (spec 12: D3DKMTCreatePagingQueue, D3DDDI_PAGINGQUEUE_PRIORITY).
+ *
+ * A paging queue carries the paging of the make-residents and reclaims that name it, with its
+ * own paging fence: a 64-bit value that starts at 0 and grows by one per such call (the
+ * monitored fence D3D12 waits on); the value a call returns has passed once every paging
+ * operation the call's allocations need - queued by this call or earlier, on any queue - has
+ * run. A queue's fence passes its values in order. Calls that name no queue use the device's
+ * default queue, of priority NORMAL, whose fence is the device's paging fence above
+ * (vidmm_wddm2_paging_fence_wait()); so does everything else that pages (evictions, Lock2,
+ * submissions, WDDM1 calls).
+ *
+ * What the priority changes, exactly: the order in which queued paging operations run - on the
+ * paging threads, or on the thread that waits when the device has none - and nothing else
+ * (not placement, not eviction choices, not budgets). While operations of several priorities
+ * are queued, the oldest operation of the highest priority runs next, before older operations
+ * of lower priorities, unless it touches what one of those touches (the same allocation, the
+ * same bytes or segment range, the same aperture's mapping, the same page-table entries): then
+ * the operation it waits for runs first, chosen by the same rule (the oldest of its own
+ * priority, unless something older blocks that one in turn). An operation that waits for the
+ * GPU, is SynchronousPaging or has no allocation never runs ahead of an older one. Operations
+ * of one priority run in the order queued. An operation that has started is never interrupted.
+ * The paging log and the driver's paging callback see the order they ran in; each record's
+ * 'fence' stays the device paging fence given when it was queued (so the log's fences are not
+ * increasing when a priority reordered it), and vidmm_wddm2_paging_fence_completed() is the
+ * fence up to which every operation has run.
+ * ------------------------------------------------------------------------------------------- */
+
+/* D3DDDI_PAGINGQUEUE_PRIORITY, exact values. */
+#define VIDMM_PAGING_QUEUE_PRIORITY_BELOW_NORMAL (-1)
+#define VIDMM_PAGING_QUEUE_PRIORITY_NORMAL 0
+#define VIDMM_PAGING_QUEUE_PRIORITY_ABOVE_NORMAL 1
+
+/* vidmm_paging_queue_create() (D3DKMTCreatePagingQueue) creates a paging queue of 'process' on
+ * 'dev' with 'priority' (VIDMM_PAGING_QUEUE_PRIORITY_*). Returns: 0 with '*out' set;
+ * VIDMM_E_INVALID_ARG (NULL, an unknown priority, not a WDDM2 device: '*out' untouched);
+ * VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED.
+ * Lifetime: until vidmm_paging_queue_destroy() succeeds or the device's destroy. */
+VIDMM_API int vidmm_paging_queue_create(vidmm_device *dev, uint32_t process, int32_t priority,
+                                        vidmm_paging_queue **out);
+
+/* vidmm_paging_queue_destroy() (D3DKMTDestroyPagingQueue) destroys 'q'. Work still pending on it
+ * is not dropped - paging is never dropped - but waited for first: the call returns once the
+ * queue's last fence value has passed (running the paging itself when the device has no paging
+ * thread), as a wait under the device's wait_timeout_ns. Returns: 0 (destroyed; NULL is
+ * ignored); VIDMM_E_TIMEOUT (the pending paging waits for the GPU beyond wait_timeout_ns: the
+ * queue is not destroyed and stays usable). On a removed device it waits for nothing and
+ * destroys the queue (0). */
+VIDMM_API int vidmm_paging_queue_destroy(vidmm_paging_queue *q);
+
+/* vidmm_paging_queue_completed() returns the last value of 'q''s paging fence that has passed
+ * (0: none; NULL: 0). vidmm_paging_queue_wait() waits until 'fence' has passed (running the
+ * paging on this thread when the device has no paging thread), 'timeout_ns' UINT64_MAX:
+ * forever. Returns 0, VIDMM_E_TIMEOUT, VIDMM_E_INVALID_ARG (NULL, a value never returned by the
+ * queue), VIDMM_E_DEVICE_REMOVED.
+ * Thread safety: as every device call; 'q' must not be destroyed meanwhile. */
+VIDMM_API uint64_t vidmm_paging_queue_completed(vidmm_paging_queue *q);
+VIDMM_API int vidmm_paging_queue_wait(vidmm_paging_queue *q, uint64_t fence, uint64_t timeout_ns);
 
 /* ---------------------------------------------------------------------------------------------
  * CPU access: Lock2 / Unlock2 (spec 6.6, 15.23), and UpdateAllocationProperty (spec 12).
@@ -385,9 +456,48 @@ VIDMM_API int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_
 /* vidmm_wddm2_set_budget() is the host's side: it sets the budget of 'process' in 'group'
  * (another process grew, memory shrank). The budget never goes below the process's
  * reservation: a smaller value sets it to the reservation. Its effect shows in NumBytesToTrim
- * and the next make-resident. Returns 0, VIDMM_E_INVALID_ARG (unknown group, bytes above the
+ * (of the next make-resident and evict of the process's allocations) and the budget callbacks
+ * (vidmm_wddm2_register_budget_callback(), called before it returns). Nothing is evicted for
+ * it: usage may stay above the budget until the process trims. Returns 0, VIDMM_E_INVALID_ARG (unknown group, bytes above the
  * group's maximum budget, not a WDDM2 device), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes);
+
+/* A budget change, as the budget-change callback receives it (the D3D12 budget-change event,
+ * IDXGIAdapter3::RegisterVideoMemoryBudgetChangeNotificationEvent, with the values a
+ * QueryVideoMemoryInfo right after the change would give). */
+struct vidmm_budget_change {
+    size_t size_of;                     /* sizeof(struct vidmm_budget_change), set by the engine */
+    uint32_t process;
+    uint32_t group;                     /* VIDMM_SEGMENT_GROUP_* */
+    uint64_t budget;                    /* the new Budget */
+    uint64_t previous_budget;           /* the Budget before the change */
+    uint64_t current_usage;             /* CurrentUsage when it changed (above 'budget': the
+                                           process should trim, NumBytesToTrim says how much) */
+};
+typedef void (*vidmm_budget_callback)(void *arg, const struct vidmm_budget_change *change);
+
+/* vidmm_wddm2_register_budget_callback() registers 'cb' to be told of every change of the budget
+ * of 'process' on 'dev', in either group, and stores a cookie for the unregistration in
+ * '*cookie' (never 0). A change is a new Budget value: vidmm_wddm2_set_budget() giving another
+ * value (a value that leaves the budget as it was, or the reservation clamping it back to it,
+ * changes nothing), vidmm_wddm2_change_reservation() raising the budget to the reservation.
+ * When: on the thread of the call that changed it, after that call has released the device
+ * mutex and before it returns - once per registration and changed group, in registration order;
+ * 'change' is valid during the callback only. So the callback may call back into the library
+ * on the device (query, evict, make resident, set budgets - its own changes notify in turn -,
+ * unregister itself or another), anything but destroy the device. Several registrations per
+ * process are allowed.
+ * Returns: 0 with '*cookie' set; VIDMM_E_INVALID_ARG (NULL 'dev', 'cb' or 'cookie', not a WDDM2
+ * device: nothing registered); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED.
+ * Lifetime: until vidmm_wddm2_unregister_budget_callback() or the device's destroy. */
+VIDMM_API int vidmm_wddm2_register_budget_callback(vidmm_device *dev, uint32_t process, vidmm_budget_callback cb,
+                                                   void *arg, uint64_t *cookie);
+
+/* vidmm_wddm2_unregister_budget_callback() ends registration 'cookie': when it returns, the
+ * callback is not running on another thread and is not called again (called from inside that
+ * callback, it waits for the other threads' calls only). Returns 0, VIDMM_E_INVALID_ARG (NULL,
+ * an unknown or already unregistered cookie). Works on a removed device. */
+VIDMM_API int vidmm_wddm2_unregister_budget_callback(vidmm_device *dev, uint64_t cookie);
 
 /* D3DKMT_QUERYVIDEOMEMORYINFO's results (spec 12). */
 struct vidmm_video_memory_info {
@@ -409,7 +519,8 @@ VIDMM_API int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process
 
 /* vidmm_wddm2_change_reservation() (D3DKMTChangeVideoMemoryReservation) sets the reservation
  * of 'process' in 'group': the memory it needs at least, which its budget never goes below (a
- * budget under the new reservation is raised to it). Returns 0, VIDMM_E_INVALID_ARG (unknown
+ * budget under the new reservation is raised to it, and the budget callbacks are told before
+ * the call returns). Returns 0, VIDMM_E_INVALID_ARG (unknown
  * group, 'bytes' above AvailableForReservation - spec 15.22 - or not a WDDM2 device: nothing
  * changed), VIDMM_E_NO_MEMORY, VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes);
@@ -434,6 +545,11 @@ VIDMM_API int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process
  * (vidmm_submit(), vidmm_make_resident(), vidmm_va_submit(), vidmm_wddm2_make_resident()):
  * those calls return VIDMM_E_INVALID_ARG (STATUS_INVALID_PARAMETER, spec 15.20) until it is
  * reclaimed. vidmm_gpu_access() (the caller's debugger view) still works.
+ *
+ * On a WDDM1 device an allocation may also be offered by the submission that uses it, with an
+ * OfferPriority in its allocation-list entry (device.h VIDMM_REF_OFFER_PRIORITY, spec 11: "offer
+ * after this DMA buffer completes"): as a vidmm_offer() right after that submission, in effect
+ * once its fence has passed.
  *
  * The offer takes effect once the GPU has finished the work submitted before it (spec 11:
  * dxgkrnl defers it, without blocking); VIDMM_OFFER_IMMEDIATELY puts it in effect at once (a
@@ -509,9 +625,14 @@ struct vidmm_reclaim_args {
                                            with neither array the caller must assume the
                                            content lost (spec 11) */
     uint64_t paging_fence;              /* out: PagingFenceValue - WDDM2: the last paging
-                                           operation bringing the resident-listed ones back;
-                                           WDDM1: 0 */
+                                           operation bringing the resident-listed ones back
+                                           (with 'queue', that queue's fence); WDDM1: 0 */
+    /* 0.2 (issue 15): size_of is VIDMM_RECLAIM_ARGS_V1_SIZE (not read: the default queue) or
+     * at least the whole struct; any other size is refused. */
+    vidmm_paging_queue *queue;          /* hPagingQueue (WDDM2): NULL, the default queue */
 };
+/* size_of of the arguments before 'queue' was added. */
+#define VIDMM_RECLAIM_ARGS_V1_SIZE offsetof(struct vidmm_reclaim_args, queue)
 
 /* vidmm_reclaim() reclaims the listed allocations (D3DKMTReclaimAllocations2): they are no
  * longer offered and may be locked and used again. Results are computed before anything
@@ -521,9 +642,12 @@ struct vidmm_reclaim_args {
  * allocation on the residency list that is not resident is paged back in (spec 11); wait for
  * 'paging_fence' before the GPU uses it. Right after the call the backing store is valid (a
  * lock need not wait for the fence).
+ * With a 'queue' (WDDM2) that paging has the queue's priority and 'paging_fence' is a fence of
+ * the queue, as for vidmm_wddm2_make_resident().
  * Returns: 0 (paging done); VIDMM_PENDING (WDDM2: paging in flight, wait for 'paging_fence');
  * VIDMM_E_INVALID_ARG (NULL, size_of too small, not exactly one list, count not in 1..10240,
- * reserved not 0, an unknown handle: nothing changed); VIDMM_E_NO_MEMORY (no backing store for
+ * reserved not 0, an unknown handle, a queue not of this device, an allocation of another
+ * process than the queue's: nothing changed); VIDMM_E_NO_MEMORY (no backing store for
  * discarded content: nothing changed; or, WDDM2, a resident-listed allocation could not be
  * paged back in: then every allocation is reclaimed, the results are written, and those not
  * paged in stay evicted - vidmm_va_submit() brings them back or fails);
@@ -581,13 +705,21 @@ struct vidmm_power_args {
 
 /* vidmm_power_transition() runs one standby / hibernate cycle as described above.
  * Returns: 0; VIDMM_E_INVALID_ARG (NULL, size_of too small, unknown state, reserved not 0:
- * nothing changed); VIDMM_E_BUSY (a submission fence is not signalled yet: nothing changed);
- * VIDMM_E_NO_MEMORY (no backing store or save area for an allocation that must keep its content:
- * nothing changed);
- * VIDMM_E_TIMEOUT (paging queued before the call waited for the GPU beyond the device's
- * wait_timeout_ns: nothing changed); VIDMM_E_DEVICE_REMOVED. A residency-listed allocation
- * that cannot be paged back in at the resume (no room) stays evicted and the call still
- * returns 0: vidmm_va_submit() brings it back or fails.
+ * nothing changed); VIDMM_E_BUSY (a submission fence is not signalled: nothing changed, and
+ * nothing waited for - checked before the paging queued earlier is waited for, since that
+ * paging may itself wait for the GPU: with work outstanding the call returns at once, whatever
+ * wait_timeout_ns says; signal the fences and call again);
+ * VIDMM_E_NO_MEMORY (no backing store for an allocation to page out, or no host memory for the
+ * save area of one kept in place: nothing changed - every store is had before the purge
+ * starts, so restoring the pinned and locked allocations never needs memory: they go back to
+ * the place they never left, from their save areas); VIDMM_E_TIMEOUT (paging queued before the
+ * call, or by another thread meanwhile, still ran after the device's wait_timeout_ns - which
+ * happens only when another thread submitted work during the call: before the purge nothing
+ * changed; during it, the allocations already paged out stay paged out with their content,
+ * nothing was overwritten and nothing is restored, since nothing left its place);
+ * VIDMM_E_DEVICE_REMOVED. A residency-listed allocation that cannot be paged back in at the
+ * resume (no room) stays evicted and the call still returns 0: vidmm_va_submit() brings it
+ * back or fails.
  * Thread safety: safe to call concurrently with other calls, which take effect before or
  * after the purge; the caller acting as the GPU does nothing during the call. */
 VIDMM_API int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args);

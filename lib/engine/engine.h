@@ -215,6 +215,7 @@ struct vm_pop {
      * value of its first entry (the next ones follow page by page). */
     struct vidmm_va_space *va_space;
     uint64_t pte;
+    uint8_t cls;                /* WDDM2 hook: its paging-queue priority class, VM_CLS_* (paging.c) */
 };
 
 /* The write trackers of plain locks (lock.c watch_*): one per pool a lock pointer can be in -
@@ -226,6 +227,13 @@ struct vm_wtracks {
     struct vmos_wtrack *seg[VIDMM_MAX_SEGMENTS];
     bool seg_failed[VIDMM_MAX_SEGMENTS];
 };
+
+/* Paging-queue priority classes (include/vidmm/wddm2.h "Paging queues"): a queue's priority
+ * + 1. Every operation not emitted for a paging queue of another priority is NORMAL. */
+#define VM_CLS_BELOW_NORMAL 0u
+#define VM_CLS_NORMAL 1u
+#define VM_CLS_ABOVE_NORMAL 2u
+#define VM_NCLS 3u
 
 struct vidmm_device {
     pthread_mutex_t mu;
@@ -258,9 +266,19 @@ struct vidmm_device {
     uint64_t fence_issued, fence_done;
 
     /* paging */
-    struct vm_pop *q;
+    struct vm_pop *q;           /* ring, in fence order (an operation taken from its middle
+                                   leaves the rest in order) */
     size_t q_cap, q_head, q_len;
-    uint64_t paging_issued, paging_done;
+    size_t q_n[VM_NCLS];        /* queued operations per priority class */
+    uint64_t paging_issued;
+    uint64_t paging_done;       /* every operation up to this fence has run (a higher class's
+                                   operation past it may have run too: cls_done) */
+    uint64_t cls_done[VM_NCLS]; /* the last operation of each class that has run: a class runs
+                                   in fence order, so every one of it up to there has */
+    uint64_t exec_fence;        /* the operation running now (executing), and its class */
+    uint8_t exec_cls;
+    uint8_t emit_cls;           /* the class vm_emit() gives operations (set by a call that
+                                   pages for a paging queue, VM_CLS_NORMAL otherwise) */
     uint64_t sync_paging_fence; /* the last paging operation of a SynchronousPaging allocation:
                                    no submission is issued before it completed (spec 15.25) */
     vidmm_handle sync_paging_handle; /* whose operation that is */
@@ -379,6 +397,11 @@ int vm_wait_paging(vidmm_device *dev, uint64_t fence);
 int vm_wait_paging_locked(vidmm_device *dev, uint64_t fence);
 int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespec *dl);
 int vm_wait_paging_nowait(vidmm_device *dev, uint64_t fence);
+/* vm_paging_class_of(): the class of queued or running operation 'fence'; -1 when it has run. */
+int vm_paging_class_of(const vidmm_device *dev, uint64_t fence);
+/* vm_paging_run_some(): one step of a waiter that runs the queue itself (no paging threads)
+ * or waits for those that do, as vm_wait_paging_until() does; VIDMM_E_TIMEOUT at 'dl'. */
+int vm_paging_run_some(vidmm_device *dev, const struct timespec *dl);
 
 /* swap.c */
 int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);

@@ -254,6 +254,19 @@ static void offer_one(vidmm_device *dev, struct vm_alloc *a, uint32_t prio, uint
     link_offer(dev, a, pr);
 }
 
+int vm_offer_check_list(const vidmm_device *dev, const struct vm_alloc *a, uint32_t prio, const char *call)
+{
+    if (prio > VIDMM_OFFER_PRIORITY_AUTO)
+        return vidmm_refuse(call, "refs[].flags", "OfferPriority not NONE, LOW, NORMAL, HIGH or AUTO", "11");
+    return check_offerable(dev, a, call);
+}
+
+void vm_offer_after_submit(vidmm_device *dev, struct vm_alloc *a, uint32_t prio)
+{
+    /* Its read fence is the submission's: the offer waits for it (offer_one()). */
+    offer_one(dev, a, prio, 0);
+}
+
 int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args)
 {
     static const char call[] = "vidmm_offer";
@@ -363,8 +376,11 @@ static bool refill(const struct vm_alloc *a)
 int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
 {
     static const char call[] = "vidmm_reclaim";
-    if (!dev || !args || args->size_of < sizeof *args)
+    if (!dev || !args || (args->size_of != VIDMM_RECLAIM_ARGS_V1_SIZE && args->size_of < sizeof *args))
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    /* 0.2: the paging queue (WDDM2 hook, pagingq.c), when the caller's struct has it. */
+    vidmm_paging_queue *const queue = args->size_of >= sizeof *args ? args->queue : NULL;
+    struct vidmm_paging_queue *q = NULL;
     int err = check_list(args->resources, args->allocations, args->count, call);
     if (err)
         return err;
@@ -379,6 +395,12 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
     err = begin(dev, list, args->count, call);
     if (!err)
         n = gather(dev, list, args->count, resource, &u, &err);
+    if (!err && queue) {
+        if ((q = vm_pq_lookup(dev, queue)) == NULL)
+            err = vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
+        else if ((err = vm_pq_check(q, u, n, call)) == 0)
+            err = vm_pq_reserve(q);
+    }
     if (!err && (mine = calloc(n, sizeof *mine)) == NULL)
         err = VIDMM_E_NO_MEMORY;
     /* Allocations whose content is gone get a backing store for the debug pattern: committed
@@ -428,6 +450,8 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
     uint64_t last = 0;
     for (size_t i = 0; dev->w2.on && i < n; i++)
         u[i]->hold++;
+    if (q)
+        dev->emit_cls = vm_pq_class(q);
     for (size_t i = 0; dev->w2.on && i < n; i++) {
         struct vm_alloc *a = u[i];
         if (a->w2.res_count && !placed(a) && a->where != VIDMM_WHERE_DISK && a->swap == VM_SWAP_NONE) {
@@ -438,6 +462,7 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
         if (a->w2.res_count && a->paging_fence > last)
             last = a->paging_fence;
     }
+    dev->emit_cls = VM_CLS_NORMAL;
     for (size_t i = 0; dev->w2.on && i < n; i++)
         u[i]->hold--;
     if (dev->w2.on && dev->hold_waiters)
@@ -445,6 +470,17 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
     args->paging_fence = last;
     if (!err && last > dev->paging_done)
         err = VIDMM_PENDING;
+    if (q) {
+        /* The queue's fence waits for the resident-listed ones only, as 'last' does. */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (u[i]->w2.res_count)
+                u[k++] = u[i];
+        bool pending;
+        args->paging_fence = vm_pq_issue(dev, q, u, k, &pending);
+        if (err == 0 || err == VIDMM_PENDING)
+            err = pending ? VIDMM_PENDING : 0;
+    }
     free(u);
     vm_unlock_and_page(dev);
     return err;

@@ -59,6 +59,12 @@ void vm_offer_forget(vidmm_device *dev, struct vm_alloc *a);
  * the backing store goes (reclaim says NOT_COMMITTED), else its pages only (DISCARDED). swap.c
  * write_candidate() never writes an offered allocation out. */
 void vm_offer_trim_sysmem(vidmm_device *dev);
+/* vm_offer_check_list() - submit.c check_refs(): a list entry's OfferPriority (device.h
+ * VIDMM_REF_OFFER_PRIORITY) is a priority and 'a' may be offered. 0 or VIDMM_E_INVALID_ARG.
+ * vm_offer_after_submit() - vidmm_submit(), once the submission's fence is issued and 'a''s
+ * fences set: 'a' offered with that priority, in effect once that fence has passed. */
+int vm_offer_check_list(const vidmm_device *dev, const struct vm_alloc *a, uint32_t prio, const char *call);
+void vm_offer_after_submit(vidmm_device *dev, struct vm_alloc *a, uint32_t prio);
 /* vm_offer_mark_lost() - power.c: 'a''s content is gone (offered, discarded by a purge). */
 void vm_offer_mark_lost(vidmm_device *dev, struct vm_alloc *a, bool decommitted);
 

@@ -1,8 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/engine/paging.c - the paging queue: operations run strictly in the order emitted, on the
- * paging threads (or on a waiting caller's thread when there are none), through the driver's
- * paging callback or the built-in executor, with the retry protocol of spec 9.1 / 15.7, and
- * are recorded in the paging log (15.28). */
+/* lib/engine/paging.c - the paging queue: operations run in the order emitted, on the paging
+ * threads (or on a waiting caller's thread when there are none), through the driver's paging
+ * callback or the built-in executor, with the retry protocol of spec 9.1 / 15.7, and are
+ * recorded in the paging log (15.28).
+ *
+ * WDDM2 paging queues (include/vidmm/wddm2.h, pagingq.c) give operations a priority class.
+ * While the queue holds one class only - always on a WDDM1 device - it runs in emission order.
+ * With several, the first queued operation of the highest class present runs first when it
+ * conflicts with no operation queued before it (conflicts(): the same allocation, overlapping
+ * bytes or segment ranges, the same aperture's mapping, overlapping page-table entries; an
+ * operation with no allocation, a SynchronousPaging one or one that waits for the GPU never
+ * jumps); otherwise what blocks it goes first, by the same rule (pick()). So each class runs in
+ * its own emission order, and an operation never passes one whose bytes it could see or change:
+ * content is as safe as in FIFO order. paging_done stays "every operation up to here has run" (the oldest queued
+ * operation's fence less one), which is what every wait in the engine relies on; cls_done
+ * tells a paging queue's fence that a higher class's operations ran ahead. */
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
@@ -36,6 +48,8 @@ uint64_t vm_emit(vidmm_device *dev, const struct vm_pop *p)
     struct vm_pop *slot = &dev->q[(dev->q_head + dev->q_len) % dev->q_cap];
     *slot = *p;
     slot->op.fence = ++dev->paging_issued;
+    slot->cls = dev->emit_cls;
+    dev->q_n[slot->cls]++;
     if (p->sync) {
         dev->sync_paging_fence = slot->op.fence; /* later submissions wait for it (spec 15.25) */
         dev->sync_paging_handle = p->op.allocation;
@@ -141,16 +155,174 @@ static int wait_idle(vidmm_device *dev, const struct vm_alloc *a, const struct t
     return wait_fence(dev, a->read_fence > a->write_fence ? a->read_fence : a->write_fence, dl);
 }
 
-/* run_one() runs the oldest queued operation. Called with the mutex held, the queue not empty
- * and nobody executing; returns with the mutex held. 'dl' (NULL: none) is the deadline of the
- * caller whose thread runs it: an operation that would wait for the GPU beyond it goes back to
- * the head of the queue, untouched, and VIDMM_E_TIMEOUT is returned. */
+/* The ring: 'i'-th queued operation from the oldest; take one out / put it back at 'i'. */
+static struct vm_pop *q_at(vidmm_device *dev, size_t i)
+{
+    return &dev->q[(dev->q_head + i) % dev->q_cap];
+}
+
+static struct vm_pop q_take(vidmm_device *dev, size_t at)
+{
+    struct vm_pop p = *q_at(dev, at);
+    for (size_t i = at; i > 0; i--) /* the older ones move up by one: order kept */
+        *q_at(dev, i) = *q_at(dev, i - 1);
+    dev->q_head = (dev->q_head + 1) % dev->q_cap;
+    dev->q_len--;
+    dev->q_n[p.cls]--;
+    return p;
+}
+
+static void q_put(vidmm_device *dev, size_t at, const struct vm_pop *p)
+{
+    dev->q_head = (dev->q_head + dev->q_cap - 1) % dev->q_cap;
+    dev->q_len++;
+    for (size_t i = 0; i < at; i++)
+        *q_at(dev, i) = *q_at(dev, i + 1);
+    *q_at(dev, at) = *p;
+    dev->q_n[p->cls]++;
+}
+
+/* What an operation touches, for conflicts(): up to two host byte ranges and two segment
+ * ranges (the bytes of the whole allocation from each address: an over-estimate is safe). */
+struct vm_touch {
+    uintptr_t ptr[2];
+    uint64_t seg_addr[2];
+    uint32_t seg[2];
+    uint64_t len;
+};
+
+static void touch_of(const struct vm_pop *p, struct vm_touch *t)
+{
+    const struct vidmm_paging_op *op = &p->op;
+    uint64_t len = op->size;
+    if (p->a) {
+        if (p->a->g->size > len)
+            len = p->a->g->size;
+        if (p->a->g->linear_size > len)
+            len = p->a->g->linear_size;
+    }
+    t->len = len ? len : 1;
+    const bool reads = op->type == VIDMM_PAGING_TRANSFER || op->type == VIDMM_PAGING_SPECIAL_LOCK_TRANSFER;
+    t->ptr[0] = reads ? (uintptr_t)op->src_ptr : 0;
+    t->ptr[1] = (uintptr_t)op->dst_ptr;
+    t->seg[0] = reads ? op->src.segment_id : 0;
+    t->seg_addr[0] = op->src.segment_address;
+    t->seg[1] = op->dst.segment_id;
+    t->seg_addr[1] = op->dst.segment_address;
+}
+
+static bool overlap(uint64_t a, uint64_t b, uint64_t len)
+{
+    return a < b + len && b < a + len;
+}
+
+static bool is_mapping(uint32_t type)
+{
+    return type == VIDMM_PAGING_MAP_APERTURE_SEGMENT || type == VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
+}
+
+/* conflicts(): may 'x' not run before 'y', queued before it? (See the file comment.) */
+static bool conflicts(const struct vm_pop *x, const struct vm_pop *y)
+{
+    if (!y->a || x->a == y->a || x->a->g == y->a->g)
+        return true;
+    const uint32_t tx = x->op.type, ty = y->op.type;
+    if (tx == VIDMM_PAGING_UPDATE_PAGE_TABLE || ty == VIDMM_PAGING_UPDATE_PAGE_TABLE) {
+        /* Entries of different allocations: only the same entries' order matters. */
+        if (tx != ty || x->va_space != y->va_space)
+            return false;
+        const uint64_t px = x->op.offset_in_pages, py = y->op.offset_in_pages;
+        const uint64_t nx = (x->op.size + VIDMM_PAGE_SIZE - 1) / VIDMM_PAGE_SIZE;
+        const uint64_t ny = (y->op.size + VIDMM_PAGE_SIZE - 1) / VIDMM_PAGE_SIZE;
+        return px < py + ny && py < px + nx;
+    }
+    struct vm_touch a, b;
+    touch_of(x, &a);
+    touch_of(y, &b);
+    const uint64_t len = a.len > b.len ? a.len : b.len;
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 2; k++) {
+            if (a.ptr[i] && b.ptr[k] && overlap(a.ptr[i], b.ptr[k], len))
+                return true;
+            if (!a.seg[i] || a.seg[i] != b.seg[k])
+                continue;
+            /* The same aperture's mapping, or overlapping ranges of one segment. */
+            if (is_mapping(tx) || is_mapping(ty) || overlap(a.seg_addr[i], b.seg_addr[k], len))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* first_of(): the oldest queued operation of class 'c' at or before index 'to'. */
+static size_t first_of(vidmm_device *dev, uint8_t c, size_t to)
+{
+    size_t at = 0;
+    while (at < to && q_at(dev, at)->cls != c)
+        at++;
+    return at;
+}
+
+/* pick(): which queued operation runs next (several classes queued; see the file comment). The
+ * candidate is the oldest operation of the highest class; when an older operation blocks it,
+ * the oldest of that one's class is the candidate instead (what the high class waits for runs
+ * first), and so on: each step goes to an older operation, so it ends - at the latest at the
+ * oldest one, which nothing blocks. */
+static size_t pick(vidmm_device *dev)
+{
+    int c = (int)VM_NCLS - 1;
+    while (!dev->q_n[c])
+        c--;
+    if (dev->q_n[c] == dev->q_len)
+        return 0;
+    size_t at = first_of(dev, (uint8_t)c, dev->q_len - 1);
+    while (at) {
+        const struct vm_pop *x = q_at(dev, at);
+        if (!x->a || x->sync || x->gpu_fence)
+            return 0;
+        size_t i = 0;
+        while (i < at && !conflicts(x, q_at(dev, i)))
+            i++;
+        if (i == at)
+            return at;
+        at = first_of(dev, q_at(dev, i)->cls, i);
+    }
+    return 0;
+}
+
+int vm_paging_class_of(const vidmm_device *dev, uint64_t fence)
+{
+    if (fence <= dev->paging_done)
+        return -1;
+    if (dev->executing && dev->exec_fence == fence)
+        return dev->exec_cls;
+    size_t lo = 0, hi = dev->q_len; /* the ring is in fence order */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const uint64_t f = dev->q[(dev->q_head + mid) % dev->q_cap].op.fence;
+        if (f == fence)
+            return dev->q[(dev->q_head + mid) % dev->q_cap].cls;
+        if (f < fence)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* run_one() runs the next queued operation: the oldest, or what pick() says. Called with the
+ * mutex held, the queue not empty and nobody executing; returns with the mutex held. 'dl'
+ * (NULL: none) is the deadline of the caller whose thread runs it: an operation that would
+ * wait for the GPU beyond it goes back to its place in the queue, untouched, and
+ * VIDMM_E_TIMEOUT is returned. */
 static int run_one(vidmm_device *dev, const struct timespec *dl)
 {
     dev->executing = true;
-    struct vm_pop p = dev->q[dev->q_head];
-    dev->q_head = (dev->q_head + 1) % dev->q_cap;
-    dev->q_len--;
+    /* One class queued (every WDDM1 device, and WDDM2 without paging queues): the oldest. */
+    const size_t at = dev->q_n[VM_CLS_NORMAL] == dev->q_len ? 0 : pick(dev);
+    struct vm_pop p = q_take(dev, at);
+    dev->exec_fence = p.op.fence;
+    dev->exec_cls = p.cls;
     const struct vidmm_paging_op pristine = p.op;
     uint32_t status = VIDMM_STATUS_SUCCESS;
     unsigned tries = 0;
@@ -160,20 +332,16 @@ static int run_one(vidmm_device *dev, const struct timespec *dl)
         bool idle = !p.a || !vm_busy(dev, p.a, false);
         if (p.gpu_fence > dev->fence_done && tries == 0 &&
             wait_fence(dev, p.gpu_fence, dl) != 0) {
-            /* An unmap whose pages the GPU may still use: not run, back to the queue's head. */
-            dev->q_head = (dev->q_head + dev->q_cap - 1) % dev->q_cap;
-            dev->q[dev->q_head] = p;
-            dev->q_len++;
+            /* An unmap whose pages the GPU may still use: not run, back where it was. */
+            q_put(dev, at, &p);
             dev->executing = false;
             pthread_cond_broadcast(&dev->paging_cv);
             return VIDMM_E_TIMEOUT;
         }
         if (dl && !idle && may_be_busy(p.op.type) && !(p.op.flags & VIDMM_TRANSFER_ALLOCATION_IS_IDLE) &&
             tries == 0 && wait_idle(dev, p.a, dl) != 0) {
-            /* Not run at all: back to the head of the queue for whoever runs it next. */
-            dev->q_head = (dev->q_head + dev->q_cap - 1) % dev->q_cap;
-            dev->q[dev->q_head] = p;
-            dev->q_len++;
+            /* Not run at all: back where it was in the queue for whoever runs it next. */
+            q_put(dev, at, &p);
             dev->executing = false;
             pthread_cond_broadcast(&dev->paging_cv);
             return VIDMM_E_TIMEOUT;
@@ -234,8 +402,12 @@ static int run_one(vidmm_device *dev, const struct timespec *dl)
     }
     if (ran && status == VIDMM_STATUS_SUCCESS)
         log_op(dev, &p.op);
-    dev->paging_done = p.op.fence;
+    dev->cls_done[p.cls] = p.op.fence;
+    /* Everything before the oldest queued operation has run (the ring is in fence order). */
+    dev->paging_done = dev->q_len ? dev->q[dev->q_head].op.fence - 1 : dev->paging_issued;
     dev->executing = false;
+    if (dev->w2.queues)
+        vm_pq_progress(dev); /* WDDM2 hook: paging queues' fences (pagingq.c) */
     pthread_cond_broadcast(&dev->paging_cv);
     return 0;
 }
@@ -260,6 +432,7 @@ static void *paging_thread(void *arg)
 int vm_paging_start(vidmm_device *dev, uint32_t threads)
 {
     dev->q_cap = 64;
+    dev->emit_cls = VM_CLS_NORMAL;
     dev->q = malloc(sizeof *dev->q * dev->q_cap);
     if (!dev->q)
         return VIDMM_E_NO_MEMORY;
@@ -287,17 +460,20 @@ void vm_paging_stop(vidmm_device *dev)
 /* vm_wait_paging_until(): wait (mutex held) until paging has passed 'fence', running the queue
  * on this thread when there are no paging threads; VIDMM_E_TIMEOUT at deadline 'dl' (NULL:
  * none) - the operations stay queued. */
+int vm_paging_run_some(vidmm_device *dev, const struct timespec *dl)
+{
+    /* The deadline bounds waiting for the GPU, not for the CPU's copying: a paging thread
+     * that runs is waited for as long as it takes (it wakes this thread when it starts
+     * waiting for a fence: wait_fence()). */
+    if (dev->nthreads == 0 && !dev->executing && dev->q_len)
+        return run_one(dev, dl);
+    return vm_cond_wait(dev, &dev->paging_cv, dev->paging_blocked ? dl : NULL);
+}
+
 int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespec *dl)
 {
     while (dev->paging_done < fence) {
-        int err = 0;
-        /* The deadline bounds waiting for the GPU, not for the CPU's copying: a paging thread
-         * that runs is waited for as long as it takes (it wakes this thread when it starts
-         * waiting for a fence: wait_fence()). */
-        if (dev->nthreads == 0 && !dev->executing && dev->q_len)
-            err = run_one(dev, dl);
-        else
-            err = vm_cond_wait(dev, &dev->paging_cv, dev->paging_blocked ? dl : NULL);
+        int err = vm_paging_run_some(dev, dl);
         if (err && dev->paging_done < fence)
             return err;
     }

@@ -35,6 +35,18 @@ static int drain(vidmm_device *dev)
     return dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
 }
 
+/* gpu_idle(): 0, or VIDMM_E_BUSY while a submission fence is not signalled (mutex held). */
+static int gpu_idle(const vidmm_device *dev, const char *call)
+{
+    if (dev->removed)
+        return VIDMM_E_DEVICE_REMOVED;
+    if (dev->fence_done >= dev->fence_issued)
+        return 0;
+    vidmm_log(VIDMM_LOG_DEBUG, "%s: the GPU is not idle (fence %llu of %llu signalled)", call,
+              (unsigned long long)dev->fence_done, (unsigned long long)dev->fence_issued);
+    return VIDMM_E_BUSY;
+}
+
 /* purged(): what 'state' does to segment 's': 0 preserved, 1 purged, 2 partially purged. */
 static int purged(const struct vm_segment *s, uint32_t state)
 {
@@ -138,12 +150,16 @@ int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
     struct item *it = NULL;
     size_t n = 0;
     pthread_mutex_lock(&dev->mu);
-    int err = drain(dev);
-    if (!err && dev->fence_done < dev->fence_issued) {
-        vidmm_log(VIDMM_LOG_DEBUG, "%s: the GPU is not idle (fence %llu of %llu signalled)", call,
-                  (unsigned long long)dev->fence_done, (unsigned long long)dev->fence_issued);
-        err = VIDMM_E_BUSY;
-    }
+    /* The GPU idle first, without waiting for it: paging queued for an allocation it still
+     * uses would wait for a fence that the caller acting as the GPU cannot signal during the
+     * call. Then the paging queued before the call (it no longer waits for the GPU, unless
+     * another thread submitted meanwhile: then the check again says BUSY, or the drain times
+     * out). Nothing has changed on either failure. */
+    int err = gpu_idle(dev, call);
+    if (!err)
+        err = drain(dev);
+    if (!err)
+        err = gpu_idle(dev, call);
     /* What is in the segments to purge, and what becomes of it. */
     size_t cap = 0;
     for (uint32_t i = 0; !err && i < dev->nseg; i++)

@@ -69,6 +69,10 @@ void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d)
 void vm_w2_fini(vidmm_device *dev)
 {
     vm_va_spaces_free(dev);
+    vm_pq_free_all(dev);
+    free(dev->w2.bcbs);
+    dev->w2.bcbs = NULL;
+    dev->w2.nbcbs = dev->w2.cap_bcbs = 0;
     free(dev->w2.procs);
     dev->w2.procs = NULL;
     dev->w2.nprocs = dev->w2.cap_procs = 0;
@@ -245,8 +249,11 @@ static void release(vidmm_device *dev, struct vm_alloc **u, size_t n)
 int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args)
 {
     static const char call[] = "vidmm_wddm2_make_resident";
-    if (!dev || !args || args->size_of < sizeof *args)
+    if (!dev || !args || (args->size_of != VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE && args->size_of < sizeof *args))
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    /* 0.2: the paging queue, when the caller's struct has it. */
+    vidmm_paging_queue *const queue = args->size_of >= sizeof *args ? args->queue : NULL;
+    struct vidmm_paging_queue *q = NULL;
     if (!args->allocations || args->count == 0 || args->count > MAX_LIST)
         return vidmm_refuse(call, "count", "no list, or count not in 1..10240", "12");
     if (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED))
@@ -262,6 +269,14 @@ retry:
     if ((err = begin(dev, args->allocations, args->count, call)) != 0)
         goto out;
     n = collect(dev, args->allocations, args->count, u);
+    if (queue) {
+        if ((q = vm_pq_lookup(dev, queue)) == NULL) {
+            err = vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
+            goto out;
+        }
+        if ((err = vm_pq_check(q, u, n, call)) != 0 || (err = vm_pq_reserve(q)) != 0)
+            goto out;
+    }
     for (size_t i = 0; i < n; i++) /* offer hook: reclaim before use (spec 15.20, offer.c) */
         if ((err = vm_offer_refuse_use(u[i], call)) != 0)
             goto out;
@@ -315,9 +330,12 @@ retry:
         err = VIDMM_E_NO_MEMORY;
         goto out;
     }
-    /* Page in what is not resident, every listed allocation held: none is another's victim. */
+    /* Page in what is not resident, every listed allocation held: none is another's victim.
+     * The paging has the queue's priority (paging.c). */
     for (size_t i = 0; i < n; i++)
         u[i]->hold++;
+    if (q)
+        dev->emit_cls = vm_pq_class(q);
     for (size_t i = 0; i < n && !err; i++) {
         struct vm_alloc *a = u[i];
         if (is_placed(a)) {
@@ -343,6 +361,7 @@ retry:
                          : from == VIDMM_WHERE_SYSMEM && had_backing ? VM_W2_ORIGIN_BACKING
                                                                     : VM_W2_ORIGIN_UNKNOWN;
     }
+    dev->emit_cls = VM_CLS_NORMAL;
     release(dev, u, n);
     if (err)
         goto out;
@@ -362,6 +381,11 @@ retry:
     args->made_resident = args->count;
     args->paging_fence = last;
     err = last > dev->paging_done ? VIDMM_PENDING : 0;
+    if (q) {
+        bool pending;
+        args->paging_fence = vm_pq_issue(dev, q, u, n, &pending);
+        err = pending ? VIDMM_PENDING : 0;
+    }
 out:
     free(u);
     vm_unlock_and_page(dev);
@@ -510,6 +534,162 @@ int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t ti
     return err;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Budget-change callbacks: the notes of a change are gathered under the mutex (each registration
+ * counted busy meanwhile) and delivered once the call has released it.
+ * ------------------------------------------------------------------------------------------- */
+struct bnote {
+    uint64_t cookie;
+    vidmm_budget_callback cb;
+    void *arg;
+    struct vidmm_budget_change ch;
+};
+
+struct bnotes {
+    uint32_t n;
+    struct bnote *v;
+    struct bnote local[4];
+};
+
+/* The registration whose callback this thread is running (0: none): its unregistration from
+ * inside the callback does not wait for itself. */
+static _Thread_local uint64_t tl_delivering;
+
+static ptrdiff_t bcb_index(const vidmm_device *dev, uint64_t cookie)
+{
+    for (uint32_t k = 0; k < dev->w2.nbcbs; k++)
+        if (dev->w2.bcbs[k].cookie == cookie)
+            return (ptrdiff_t)k;
+    return -1;
+}
+
+static void bcb_remove(vidmm_device *dev, ptrdiff_t k)
+{
+    memmove(&dev->w2.bcbs[k], &dev->w2.bcbs[k + 1], sizeof *dev->w2.bcbs * (dev->w2.nbcbs - (uint32_t)k - 1));
+    dev->w2.nbcbs--;
+}
+
+/* notes_prepare(): room for the notes of one change of 'process' (mutex held). */
+static int notes_prepare(const vidmm_device *dev, uint32_t process, struct bnotes *b)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < dev->w2.nbcbs; i++)
+        k += dev->w2.bcbs[i].process == process && !dev->w2.bcbs[i].gone;
+    b->n = 0;
+    b->v = k <= 4 ? b->local : malloc(sizeof *b->v * k);
+    return b->v ? 0 : VIDMM_E_NO_MEMORY;
+}
+
+/* notes_add(): the budget of 'p' in 'group' was 'before' - a note per registration if it
+ * changed. */
+static void notes_add(vidmm_device *dev, const struct vm_w2_proc *p, uint32_t group, uint64_t before,
+                      struct bnotes *b)
+{
+    if (p->budget[group] == before)
+        return;
+    for (uint32_t i = 0; i < dev->w2.nbcbs; i++) {
+        struct vm_w2_bcb *r = &dev->w2.bcbs[i];
+        if (r->process != p->process || r->gone)
+            continue;
+        struct bnote *nt = &b->v[b->n++];
+        nt->cookie = r->cookie;
+        nt->cb = r->cb;
+        nt->arg = r->arg;
+        memset(&nt->ch, 0, sizeof nt->ch);
+        nt->ch.size_of = sizeof nt->ch;
+        nt->ch.process = p->process;
+        nt->ch.group = group;
+        nt->ch.budget = p->budget[group];
+        nt->ch.previous_budget = before;
+        nt->ch.current_usage = p->usage[group];
+        r->busy++;
+    }
+}
+
+/* notes_deliver(): the callbacks, mutex not held; then the registrations are no longer busy. */
+static void notes_deliver(vidmm_device *dev, struct bnotes *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        const uint64_t outer = tl_delivering;
+        tl_delivering = b->v[i].cookie;
+        b->v[i].cb(b->v[i].arg, &b->v[i].ch);
+        tl_delivering = outer;
+    }
+    if (b->n) {
+        pthread_mutex_lock(&dev->mu);
+        for (uint32_t i = 0; i < b->n; i++) {
+            ptrdiff_t k = bcb_index(dev, b->v[i].cookie);
+            struct vm_w2_bcb *r = &dev->w2.bcbs[k]; /* busy: still there */
+            if (--r->busy == 0 && r->gone)
+                bcb_remove(dev, k); /* unregistered meanwhile */
+        }
+        pthread_cond_broadcast(&dev->paging_cv); /* an unregistration may wait */
+        pthread_mutex_unlock(&dev->mu);
+    }
+    if (b->v != b->local)
+        free(b->v);
+}
+
+int vidmm_wddm2_register_budget_callback(vidmm_device *dev, uint32_t process, vidmm_budget_callback cb, void *arg,
+                                         uint64_t *cookie)
+{
+    static const char call[] = "vidmm_wddm2_register_budget_callback";
+    if (!dev || !cb || !cookie)
+        return vidmm_refuse(call, !dev ? "dev" : !cb ? "cb" : "cookie", "NULL", "wddm2.h");
+    pthread_mutex_lock(&dev->mu);
+    int err = 0;
+    if (dev->removed)
+        err = VIDMM_E_DEVICE_REMOVED;
+    else if (!dev->w2.on)
+        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    if (!err && dev->w2.nbcbs == dev->w2.cap_bcbs) {
+        uint32_t cap = dev->w2.cap_bcbs ? dev->w2.cap_bcbs * 2 : 4;
+        struct vm_w2_bcb *v = realloc(dev->w2.bcbs, sizeof *v * cap);
+        if (!v)
+            err = VIDMM_E_NO_MEMORY;
+        else {
+            dev->w2.bcbs = v;
+            dev->w2.cap_bcbs = cap;
+        }
+    }
+    if (!err) {
+        struct vm_w2_bcb *r = &dev->w2.bcbs[dev->w2.nbcbs++];
+        memset(r, 0, sizeof *r);
+        r->cookie = ++dev->w2.next_cookie;
+        r->process = process;
+        r->cb = cb;
+        r->arg = arg;
+        *cookie = r->cookie;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+int vidmm_wddm2_unregister_budget_callback(vidmm_device *dev, uint64_t cookie)
+{
+    static const char call[] = "vidmm_wddm2_unregister_budget_callback";
+    if (!dev)
+        return vidmm_refuse(call, "dev", "NULL", "wddm2.h");
+    pthread_mutex_lock(&dev->mu);
+    ptrdiff_t k = bcb_index(dev, cookie);
+    if (k < 0 || dev->w2.bcbs[k].gone) {
+        pthread_mutex_unlock(&dev->mu);
+        return vidmm_refuse(call, "cookie", "not a registration of this device", "wddm2.h");
+    }
+    dev->w2.bcbs[k].gone = true;
+    /* Its calls on other threads end first; the last of them removes the entry. Called from
+     * its own callback, that call is not waited for: it removes the entry when it ends. */
+    const uint32_t self = tl_delivering == cookie ? 1u : 0u;
+    while (k >= 0 && dev->w2.bcbs[k].busy > self) {
+        pthread_cond_wait(&dev->paging_cv, &dev->mu);
+        k = bcb_index(dev, cookie); /* the array may have moved, or the entry gone */
+    }
+    if (k >= 0 && dev->w2.bcbs[k].busy == 0)
+        bcb_remove(dev, k);
+    pthread_mutex_unlock(&dev->mu);
+    return 0;
+}
+
 int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes)
 {
     static const char call[] = "vidmm_wddm2_set_budget";
@@ -526,11 +706,18 @@ int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, 
     ptrdiff_t pi = err ? -1 : proc_index(dev, process, true);
     if (!err && pi < 0)
         err = VIDMM_E_NO_MEMORY;
+    struct bnotes notes = { 0, NULL, { { 0 } } };
+    if (!err)
+        err = notes_prepare(dev, process, &notes);
     if (!err) {
         struct vm_w2_proc *p = &dev->w2.procs[pi];
+        const uint64_t before = p->budget[group];
         p->budget[group] = bytes < p->reservation[group] ? p->reservation[group] : bytes;
+        notes_add(dev, p, group, before, &notes);
     }
     pthread_mutex_unlock(&dev->mu);
+    if (!err)
+        notes_deliver(dev, &notes);
     return err;
 }
 
@@ -603,12 +790,19 @@ int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t
         err = vidmm_refuse(call, "bytes", "outside [0, AvailableForReservation]", "15.22");
     if (!err && pi < 0 && (pi = proc_index(dev, process, true)) < 0)
         err = VIDMM_E_NO_MEMORY;
+    struct bnotes notes = { 0, NULL, { { 0 } } };
+    if (!err)
+        err = notes_prepare(dev, process, &notes);
     if (!err) {
         struct vm_w2_proc *p = &dev->w2.procs[pi];
+        const uint64_t before = p->budget[group];
         p->reservation[group] = bytes;
         if (p->budget[group] < bytes)
             p->budget[group] = bytes;
+        notes_add(dev, p, group, before, &notes);
     }
     pthread_mutex_unlock(&dev->mu);
+    if (!err)
+        notes_deliver(dev, &notes);
     return err;
 }

@@ -67,13 +67,17 @@ static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
 {
     uint32_t tag = ++dev->tag;
     for (uint32_t i = 0; i < count; i++) {
-        if (refs[i].flags & ~(VIDMM_REF_WRITE | VIDMM_REF_DO_NOT_RETIRE))
+        if (refs[i].flags & ~(VIDMM_REF_WRITE | VIDMM_REF_DO_NOT_RETIRE | VIDMM_REF_OFFER_PRIORITY_MASK))
             return vidmm_refuse("vidmm_submit", "refs[].flags", "unknown bits", "4.5");
         const struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         if (!a)
             return vm_refuse_handle("vidmm_submit", refs[i].allocation);
         /* Offer hook: an offered allocation is reclaimed before use (spec 15.20, offer.c). */
         if (a->offer.prio && vm_offer_refuse_use(a, "vidmm_submit"))
+            return VIDMM_E_INVALID_ARG;
+        /* Offer hook: OfferPriority, an offer after this submission (spec 11, offer.c). */
+        if ((refs[i].flags & VIDMM_REF_OFFER_PRIORITY_MASK) &&
+            vm_offer_check_list(dev, a, refs[i].flags >> VIDMM_REF_OFFER_PRIORITY_SHIFT, "vidmm_submit"))
             return VIDMM_E_INVALID_ARG;
     }
     for (uint32_t i = 0; i < count; i++) {
@@ -334,6 +338,8 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
         vm_touch(dev, a);
         if (where)
             fill_residency(a, &where[i]);
+        if (refs[i].flags & VIDMM_REF_OFFER_PRIORITY_MASK) /* offer hook: OfferPriority (offer.c) */
+            vm_offer_after_submit(dev, a, refs[i].flags >> VIDMM_REF_OFFER_PRIORITY_SHIFT);
     }
     dev->st.submissions++;
     if (fence)

@@ -16,6 +16,7 @@ struct vm_pop;
 struct vm_va_map;
 struct vm_va_space_list;
 struct vidmm_va_space;
+struct vidmm_paging_queue;
 
 /* What the content of a resident allocation was when it was paged in, for NOT_WRITTEN_TO
  * evictions (residency.c): only then does the engine know a dropped copy can be rebuilt. */
@@ -46,6 +47,16 @@ struct vm_w2_proc {
     uint32_t tag;               /* scratch: the call that last touched 'need' */
 };
 
+/* A budget-change callback's registration. */
+struct vm_w2_bcb {
+    uint64_t cookie;
+    uint32_t process;
+    bool gone;                  /* unregistering: no new call starts */
+    uint32_t busy;              /* calls running now (mutex released) */
+    vidmm_budget_callback cb;
+    void *arg;
+};
+
 /* Per device (vidmm_device.w2). */
 struct vm_w2_dev {
     bool on;                    /* VIDMM_DEVICE_WDDM2 */
@@ -59,6 +70,10 @@ struct vm_w2_dev {
     uint64_t fault_va;
     uint32_t fault_process;
     vidmm_handle fault_alloc;
+    struct vidmm_paging_queue *queues; /* live paging queues (pagingq.c) */
+    struct vm_w2_bcb *bcbs;     /* budget callbacks, in registration order (residency.c) */
+    uint32_t nbcbs, cap_bcbs;
+    uint64_t next_cookie;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -96,6 +111,23 @@ int vm_lock_plain(vidmm_device *dev, struct vm_alloc *a, uint8_t **ptr);
 void vm_unlock_one(vidmm_device *dev, struct vm_alloc *a);
 /* alloc.c, for lock2.c: the creation rules (spec 15.2) on a changed descriptor. */
 int vm_check_alloc_desc(const vidmm_device *dev, const struct vidmm_alloc_desc *d);
+
+/* pagingq.c. vm_pq_progress(): paging ran (paging.c run_one(), device mutex held): pass the
+ * queues' fence values whose operations have all run. vm_pq_free_all(): device destroy. */
+void vm_pq_progress(vidmm_device *dev);
+void vm_pq_free_all(vidmm_device *dev);
+/* vm_pq_lookup(): 'q' if it is a live queue of 'dev', else NULL. vm_pq_check(): every listed
+ * allocation of 'q''s process or shared, else VIDMM_E_INVALID_ARG (logged with 'call'). */
+struct vidmm_paging_queue *vm_pq_lookup(vidmm_device *dev, const struct vidmm_paging_queue *q);
+int vm_pq_check(const struct vidmm_paging_queue *q, struct vm_alloc *const *u, size_t n, const char *call);
+/* vm_pq_class(): the class (VM_CLS_*) of 'q''s paging. vm_pq_reserve(): room for one more
+ * fence value, before the call changes anything (0 or VIDMM_E_NO_MEMORY). vm_pq_issue(), after
+ * a successful vm_pq_reserve(): the next value of 'q''s fence, passing once every operation up
+ * to each allocation's 'paging_fence' has run; '*pending' says it has not yet. */
+uint8_t vm_pq_class(const struct vidmm_paging_queue *q);
+int vm_pq_reserve(struct vidmm_paging_queue *q);
+uint64_t vm_pq_issue(vidmm_device *dev, struct vidmm_paging_queue *q, struct vm_alloc *const *u, size_t n,
+                     bool *pending);
 
 /* gpuva.c, for residency.c. */
 void vm_va_spaces_free(vidmm_device *dev);

@@ -7,7 +7,7 @@
 # 15.15), paging, cache maintenance, removal and determinism (15.7-15.10, 15.24-15.28); the WDDM2
 # model (include/vidmm/wddm2.h): the mode's refusals (6.6, 12, 15.1), GPU VAs (9.2, 12, 15.21),
 # residency and budgets (12, 15.21, 15.22), offer and reclaim (11, 15.20), power transitions
-# (2.3, 15.26), Lock2 / Unlock2 and UpdateAllocationProperty (6.6, 12, 15.23).
+# (2.3, 15.26), Lock2 / Unlock2 and UpdateAllocationProperty (6.6, 12, 15.23), paging queues (12).
 
 set(VIDMM_ENGINE_CONF_TESTS
   test_conf_segments
@@ -26,6 +26,7 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_wddm2_offer
   test_conf_wddm2_power
   test_conf_wddm2_lock2
+  test_conf_wddm2_queue
   test_lazy_ranges
   test_narrow_locks
   test_lock_dirty
@@ -44,3 +45,9 @@ endforeach()
 add_executable(bench_wddm2_translate engine/bench_wddm2_translate.c)
 target_link_libraries(bench_wddm2_translate PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
 set_target_properties(bench_wddm2_translate PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+
+# WDDM2 residency calls on 4096 allocations (issue 15: MakeResident of an already-resident set,
+# of a set not resident, Evict): a program run by hand, like bench_wddm2_translate.
+add_executable(bench_wddm2_residency engine/bench_wddm2_residency.c)
+target_link_libraries(bench_wddm2_residency PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
+set_target_properties(bench_wddm2_residency PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)

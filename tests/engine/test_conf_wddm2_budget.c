@@ -3,8 +3,15 @@
  * a WDDM2 device (spec 12, 15.22): Budget / CurrentUsage / CurrentReservation /
  * AvailableForReservation for LOCAL and NON_LOCAL, counting only LocalBudgetGroup /
  * NonLocalBudgetGroup segments, ChangeVideoMemoryReservation within [0,
- * AvailableForReservation], and budget changes seen through NumBytesToTrim. */
+ * AvailableForReservation], and budget changes seen through NumBytesToTrim (make-resident and
+ * evict) and the budget-change callbacks (when called, with what, calls back into the library,
+ * unregistration). */
 #include "t_wddm2.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #define Q (256 * T_KiB)
 
@@ -150,5 +157,239 @@ Test(wddm2_budget, query_rules)
     i.size_of = sizeof i;
     T_RC(vidmm_wddm2_query_video_memory(dev, T_PROC, 0, &i), VIDMM_E_INVALID_ARG); /* WDDM1 device */
     T_RC(vidmm_wddm2_change_reservation(dev, T_PROC, 0, 0), VIDMM_E_INVALID_ARG);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 15.22: NumBytesToTrim after the host shrinks the budget below usage, from Evict too: what
+ * the process is still over its budget after the eviction, 0 once it is not. */
+Test(wddm2_budget, shrink_seen_through_evict_bytes_to_trim)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a = t_alloc_simple(dev, 2 * Q, T_SET(T_VIS)), b = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    w2_resident(dev, a);
+    w2_resident(dev, b);
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(qvm(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL).current_usage, 3 * Q);
+    uint64_t trim = 0;
+    T_OK(w2_evict_rc(dev, &b, 1, 0, &trim));
+    cr_assert_eq(trim, Q, "usage 2Q over a budget of Q after evicting b");
+    T_OK(w2_evict_rc(dev, &a, 1, 0, &trim));
+    cr_assert_eq(trim, 0, "nothing over the budget any more");
+    vidmm_device_destroy(dev);
+}
+
+/* =============================================================================================
+ * Budget-change callbacks (wddm2.h; the D3D12 budget-change event).
+ * =========================================================================================== */
+#define MAX_SEEN 8
+struct seen {
+    uint32_t n;
+    struct vidmm_budget_change ch[MAX_SEEN];
+    vidmm_device *dev;
+    /* re-entry test */
+    struct vidmm_video_memory_info inside;
+    int inside_rc;
+    uint64_t unregister_cookie; /* 0: none */
+    int unregister_rc;
+    vidmm_handle trim;          /* evicted from the callback when not 0 */
+    int trim_rc;
+};
+
+static void on_budget(void *arg, const struct vidmm_budget_change *c)
+{
+    struct seen *s = arg;
+    if (s->n < MAX_SEEN)
+        s->ch[s->n] = *c;
+    s->n++;
+    if (s->dev) {
+        /* Calls back into the library: the device mutex is not held. */
+        memset(&s->inside, 0, sizeof s->inside);
+        s->inside.size_of = sizeof s->inside;
+        s->inside_rc = vidmm_wddm2_query_video_memory(s->dev, c->process, c->group, &s->inside);
+        if (s->trim) {
+            s->trim_rc = w2_evict_rc(s->dev, &s->trim, 1, 0, NULL);
+            s->trim = 0;
+        }
+        if (s->unregister_cookie) {
+            s->unregister_rc = vidmm_wddm2_unregister_budget_callback(s->dev, s->unregister_cookie);
+            s->unregister_cookie = 0;
+        }
+    }
+}
+
+static uint64_t reg(vidmm_device *dev, uint32_t process, struct seen *s)
+{
+    uint64_t cookie = 0;
+    T_OK(vidmm_wddm2_register_budget_callback(dev, process, on_budget, s, &cookie));
+    cr_assert_neq(cookie, 0);
+    return cookie;
+}
+
+/* wddm2.h: a new Budget value of the process, in either group, calls its callbacks once each,
+ * with the new budget, the previous one and the current usage; the same value, another process's
+ * change, or a shrink the reservation clamps back to the same budget call nothing. */
+Test(wddm2_budget, callback_on_host_change)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a = t_alloc_simple(dev, 2 * Q, T_SET(T_VIS));
+    w2_resident(dev, a);
+    struct seen s, s2;
+    memset(&s, 0, sizeof s);
+    memset(&s2, 0, sizeof s2);
+    reg(dev, T_PROC, &s);
+    reg(dev, T_PROC, &s2);
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(s.n, 1);
+    cr_assert_eq(s2.n, 1, "the second registration was not called");
+    cr_assert_eq(s.ch[0].size_of, sizeof s.ch[0]);
+    cr_assert_eq(s.ch[0].process, T_PROC);
+    cr_assert_eq(s.ch[0].group, VIDMM_SEGMENT_GROUP_LOCAL);
+    cr_assert_eq(s.ch[0].budget, Q);
+    cr_assert_eq(s.ch[0].previous_budget, W2_LOCAL_MAX);
+    cr_assert_eq(s.ch[0].current_usage, 2 * Q, "usage above the new budget");
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q)); /* the same value */
+    T_OK(vidmm_wddm2_set_budget(dev, T_OTHER_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(s.n, 1, "called without a change of its process's budget");
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_NON_LOCAL, 3 * Q));
+    cr_assert_eq(s.n, 2);
+    cr_assert_eq(s.ch[1].group, VIDMM_SEGMENT_GROUP_NON_LOCAL);
+    cr_assert_eq(s.ch[1].budget, 3 * Q);
+    cr_assert_eq(s.ch[1].previous_budget, W2_NONLOCAL_MAX);
+    cr_assert_eq(s.ch[1].current_usage, 0);
+    /* Refused calls notify nothing. */
+    T_RC(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, W2_LOCAL_MAX + 1), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(s.n, 2);
+    /* The reservation clamps a shrink: 2Q reserved, the budget already 2Q, asked Q: no change. */
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 2 * Q));
+    cr_assert_eq(s.n, 3);
+    T_OK(vidmm_wddm2_change_reservation(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 2 * Q));
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(s.n, 3, "a clamped shrink that left the budget as it was notified");
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h: a reservation raising the budget notifies; one below the budget does not. */
+Test(wddm2_budget, callback_on_reservation_raise)
+{
+    vidmm_device *dev = w2_dev();
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    reg(dev, T_PROC, &s);
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(s.n, 1);
+    T_OK(vidmm_wddm2_change_reservation(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q / 2));
+    cr_assert_eq(s.n, 1, "a reservation below the budget notified");
+    T_OK(vidmm_wddm2_change_reservation(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 3 * Q));
+    cr_assert_eq(s.n, 2);
+    cr_assert_eq(s.ch[1].budget, 3 * Q);
+    cr_assert_eq(s.ch[1].previous_budget, Q);
+    cr_assert_eq(s.ch[1].group, VIDMM_SEGMENT_GROUP_LOCAL);
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h: the callback runs after the device mutex is released - it may query, evict (trim)
+ * and unregister itself; the query inside sees the new budget and the usage before the trim. A
+ * callback run with the mutex held would deadlock here (hence the timeout). */
+Test(wddm2_budget, callback_may_call_back, .timeout = 20)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a = t_alloc_simple(dev, 2 * Q, T_SET(T_VIS));
+    w2_resident(dev, a);
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    s.dev = dev;
+    s.trim = a;
+    const uint64_t cookie = reg(dev, T_PROC, &s);
+    s.unregister_cookie = cookie;
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(s.n, 1);
+    cr_assert_eq(s.inside_rc, 0);
+    cr_assert_eq(s.inside.budget, Q);
+    cr_assert_eq(s.inside.current_usage, 2 * Q);
+    cr_assert_eq(s.trim_rc, 0, "the evict from the callback returned %d", s.trim_rc);
+    cr_assert_eq(s.unregister_rc, 0);
+    cr_assert_eq(qvm(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL).current_usage, 0, "the trim did not take");
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 2 * Q));
+    cr_assert_eq(s.n, 1, "called after unregistering itself");
+    T_RC(vidmm_wddm2_unregister_budget_callback(dev, cookie), VIDMM_E_INVALID_ARG);
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h: unregistration rules; after it the callback is not called. */
+Test(wddm2_budget, callback_rules)
+{
+    vidmm_device *dev = w2_dev();
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    uint64_t cookie = 77;
+    T_RC(vidmm_wddm2_register_budget_callback(dev, T_PROC, NULL, &s, &cookie), VIDMM_E_INVALID_ARG);
+    T_RC(vidmm_wddm2_register_budget_callback(dev, T_PROC, on_budget, &s, NULL), VIDMM_E_INVALID_ARG);
+    T_RC(vidmm_wddm2_register_budget_callback(NULL, T_PROC, on_budget, &s, &cookie), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(cookie, 77, "a refused registration wrote the cookie");
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q));
+    cr_assert_eq(s.n, 0, "a refused registration is called");
+    const uint64_t c1 = reg(dev, T_PROC, &s), c2 = reg(dev, T_PROC, &s);
+    cr_assert_neq(c1, c2);
+    T_RC(vidmm_wddm2_unregister_budget_callback(dev, 0), VIDMM_E_INVALID_ARG);
+    T_RC(vidmm_wddm2_unregister_budget_callback(dev, c2 + 100), VIDMM_E_INVALID_ARG);
+    T_RC(vidmm_wddm2_unregister_budget_callback(NULL, c1), VIDMM_E_INVALID_ARG);
+    T_OK(vidmm_wddm2_unregister_budget_callback(dev, c1));
+    T_RC(vidmm_wddm2_unregister_budget_callback(dev, c1), VIDMM_E_INVALID_ARG);
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 2 * Q));
+    cr_assert_eq(s.n, 1, "the unregistered callback was called (or the other was not)");
+    /* Left registered: freed with the device. */
+    vidmm_device *w1 = t_dev_std();
+    T_RC(vidmm_wddm2_register_budget_callback(w1, T_PROC, on_budget, &s, &cookie), VIDMM_E_INVALID_ARG);
+    vidmm_device_destroy(w1);
+    vidmm_device_remove(dev);
+    T_RC(vidmm_wddm2_register_budget_callback(dev, T_PROC, on_budget, &s, &cookie), VIDMM_E_DEVICE_REMOVED);
+    T_OK(vidmm_wddm2_unregister_budget_callback(dev, c2)); /* works after removal */
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h: when the unregistration returns, the callback is not running on another thread. */
+struct slow {
+    atomic_bool in, done;
+};
+
+static void on_budget_slow(void *arg, const struct vidmm_budget_change *c)
+{
+    (void)c;
+    struct slow *s = arg;
+    atomic_store(&s->in, true);
+    struct timespec ts = { 0, 100 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    atomic_store(&s->done, true);
+}
+
+struct setter {
+    vidmm_device *dev;
+    int rc;
+};
+
+static void *set_thread(void *arg)
+{
+    struct setter *t = arg;
+    t->rc = vidmm_wddm2_set_budget(t->dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, Q);
+    return NULL;
+}
+
+Test(wddm2_budget, unregister_waits_for_running_callback)
+{
+    vidmm_device *dev = w2_dev();
+    struct slow s;
+    atomic_init(&s.in, false);
+    atomic_init(&s.done, false);
+    uint64_t cookie = 0;
+    T_OK(vidmm_wddm2_register_budget_callback(dev, T_PROC, on_budget_slow, &s, &cookie));
+    struct setter t = { dev, -99 };
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, set_thread, &t), 0);
+    while (!atomic_load(&s.in))
+        sched_yield();
+    T_OK(vidmm_wddm2_unregister_budget_callback(dev, cookie));
+    cr_assert(atomic_load(&s.done), "the unregistration returned while the callback ran");
+    pthread_join(th, NULL);
+    T_OK(t.rc);
     vidmm_device_destroy(dev);
 }

@@ -807,3 +807,120 @@ Test(offer, destroy_offered)
     cr_assert_eq(w2_status(dev, b, NULL), VIDMM_RESIDENCY_IN_GPU_MEMORY);
     vidmm_device_destroy(dev);
 }
+
+/* =============================================================================================
+ * WDDM1: OfferPriority in the allocation list (device.h VIDMM_REF_OFFER_PRIORITY).
+ * =========================================================================================== */
+
+/* spec 11: "WDDM1: an allocation can also be offered through D3DDDI_ALLOCATIONLIST.OfferPriority
+ * (offered after that DMA buffer completes)"; spec 4.5: OfferPriority is bits 2-4 (0x1C). While
+ * the submission's fence has not passed, the offer is not in effect: memory pressure pages the
+ * allocation out by transfer and the reclaim says OK, content intact. Once it has passed, the
+ * same pressure discards it (DISCARD_CONTENT, no transfer): DISCARDED. Both ways it is offered
+ * from the submission on: a new submission or a lock is refused until the reclaim. */
+Test(offer, wddm1_list_offer_after_dma_buffer)
+{
+    cr_assert_eq(VIDMM_REF_OFFER_PRIORITY_MASK, 0x1Cu);
+    cr_assert_eq(VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_HIGH), 0xCu);
+    for (int signalled = 0; signalled < 2; signalled++) {
+        vidmm_device *dev = t_dev_std();
+        vidmm_handle a = t_alloc_simple(dev, H, T_SET(T_VIS));
+        t_use(dev, a, VIDMM_REF_WRITE);
+        static uint8_t buf[H];
+        fill_random(dev, a, buf, sizeof buf, 11);
+        struct vidmm_alloc_ref ref = { a, VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_LOW) };
+        uint64_t f = 0;
+        T_OK(vidmm_submit(dev, &ref, 1, 0, NULL, &f));
+        /* Offered from here on. */
+        struct t_snap s;
+        t_snap1(&s, dev, a);
+        struct vidmm_alloc_ref again = { a, 0 };
+        uint64_t f2 = 0;
+        T_REFUSED(&s, vidmm_submit(dev, &again, 1, 0, NULL, &f2), VIDMM_E_INVALID_ARG);
+        struct vidmm_lock_args la = t_largs(a, VIDMM_LOCK_DONOT_WAIT);
+        T_REFUSED(&s, vidmm_lock(dev, &la), VIDMM_E_INVALID_ARG);
+        struct t_later l;
+        if (signalled)
+            t_signal(dev, f);
+        else
+            t_signal_later(&l, dev, f, 50, NULL); /* the pressure below waits for it */
+        t_log_clear(dev);
+        vidmm_handle big = t_alloc_simple(dev, 768 * T_KiB, T_SET(T_VIS));
+        t_use(dev, big, 0);
+        if (!signalled)
+            t_later_join(&l);
+        static struct t_log_buf b;
+        t_log_take(dev, &b);
+        const uint32_t r = reclaim1(dev, a);
+        if (signalled) {
+            cr_assert_geq(t_log_find(&b, VIDMM_PAGING_DISCARD_CONTENT, a, 0), 0, "not discarded");
+            cr_assert_eq(t_log_count(&b, VIDMM_PAGING_TRANSFER, a), 0, "an offered allocation was transferred");
+            cr_assert_eq(r, VIDMM_RECLAIM_DISCARDED);
+        } else {
+            cr_assert_eq(t_log_count(&b, VIDMM_PAGING_DISCARD_CONTENT, a), 0,
+                         "discarded before the submission's fence passed");
+            cr_assert_geq(t_log_find(&b, VIDMM_PAGING_TRANSFER, a, 0), 0);
+            cr_assert_eq(r, VIDMM_RECLAIM_OK, "the offer took effect before the DMA buffer completed");
+            expect_content(dev, a, buf, sizeof buf, "offered by the list, fence not passed");
+        }
+        t_use(dev, a, 0); /* reclaimed: usable again */
+        vidmm_device_destroy(dev);
+    }
+}
+
+/* OfferPriority values: NONE offers nothing; LOW, NORMAL, HIGH, AUTO offer (AUTO from the
+ * eviction priority, as vidmm_offer()); 5-7 are refused with nothing changed - the submission
+ * not issued; a pinned allocation cannot be offered (refused, nothing changed). The priority
+ * orders the discards like vidmm_offer()'s: LOW goes before HIGH. */
+Test(offer, wddm1_list_offer_priorities_and_rules)
+{
+    vidmm_device *dev = t_dev_std();
+    vidmm_handle a = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    struct vidmm_alloc_desc od = t_adesc(128 * T_KiB, T_SET(T_VIS)); /* fits the top 20 % */
+    od.flags |= VIDMM_ALLOC_OVERLAY;
+    vidmm_handle pinned = t_alloc(dev, &od);
+    t_use(dev, a, 0);
+    t_use(dev, pinned, 0);
+    struct t_snap s;
+    vidmm_handle both[2] = { a, pinned };
+    t_snap(&s, dev, both, 2);
+    const uint64_t before = vidmm_fence_completed(dev);
+    uint64_t f = 0;
+    for (uint32_t p = 5; p <= 7; p++) {
+        struct vidmm_alloc_ref bad = { a, VIDMM_REF_OFFER_PRIORITY(p) };
+        T_REFUSED(&s, vidmm_submit(dev, &bad, 1, 0, NULL, &f), VIDMM_E_INVALID_ARG);
+    }
+    struct vidmm_alloc_ref pin = { pinned, VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_LOW) };
+    T_REFUSED(&s, vidmm_submit(dev, &pin, 1, 0, NULL, &f), VIDMM_E_INVALID_ARG);
+    struct vidmm_alloc_ref two[2] = { { a, 0 }, { pinned, VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_AUTO) } };
+    T_REFUSED(&s, vidmm_submit(dev, two, 2, 0, NULL, &f), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(f, 0);
+    cr_assert_eq(vidmm_fence_completed(dev), before);
+    vidmm_device_destroy(dev);
+
+    /* NONE offers nothing; HIGH and LOW are discarded LOW first; AUTO offers. */
+    dev = t_dev_std();
+    vidmm_handle lo = t_alloc_simple(dev, Q, T_SET(T_VIS)), hi = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    vidmm_handle none = t_alloc_simple(dev, Q, T_SET(T_VIS)), au = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    struct vidmm_alloc_ref list[4] = {
+        { hi, VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_HIGH) },
+        { lo, VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_LOW) | VIDMM_REF_WRITE },
+        { none, VIDMM_REF_WRITE },
+        { au, VIDMM_REF_OFFER_PRIORITY(VIDMM_OFFER_PRIORITY_AUTO) },
+    };
+    T_OK(vidmm_submit(dev, list, 4, 0, NULL, &f));
+    t_signal(dev, f);
+    t_use(dev, none, 0); /* NONE: not offered */
+    struct vidmm_alloc_ref au_again = { au, 0 };
+    T_RC(vidmm_submit(dev, &au_again, 1, 0, NULL, &f), VIDMM_E_INVALID_ARG); /* AUTO: offered */
+    t_log_clear(dev);
+    vidmm_handle big = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    t_use(dev, big, 0); /* one 256 KiB place needed: the LOW one goes */
+    static struct t_log_buf b;
+    t_log_take(dev, &b);
+    cr_assert_geq(t_log_find(&b, VIDMM_PAGING_DISCARD_CONTENT, lo, 0), 0, "the LOW offer was not discarded first");
+    cr_assert_eq(t_log_count(&b, VIDMM_PAGING_DISCARD_CONTENT, hi), 0, "HIGH discarded before LOW");
+    cr_assert_eq(reclaim1(dev, lo), VIDMM_RECLAIM_DISCARDED);
+    cr_assert_eq(reclaim1(dev, hi), VIDMM_RECLAIM_OK);
+    vidmm_device_destroy(dev);
+}

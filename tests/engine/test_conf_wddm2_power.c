@@ -22,7 +22,8 @@
 #define P_APE 5u
 #define P_SEG (1 * T_MiB)
 
-static vidmm_device *p_dev(bool wddm2)
+/* p_dev_ex(): the device below with a wait timeout and a backing-store reserve (0: defaults). */
+static vidmm_device *p_dev_ex(bool wddm2, uint64_t wait_timeout_ns, uint64_t sysmem_reserve)
 {
     static struct vidmm_segment_desc segs[5];
     const uint32_t v = VIDMM_SEGMENT_CPU_VISIBLE;
@@ -36,7 +37,14 @@ static vidmm_device *p_dev(bool wddm2)
     struct vidmm_device_desc d = t_ddesc(segs, 5);
     if (wddm2)
         d.flags |= VIDMM_DEVICE_WDDM2;
+    d.wait_timeout_ns = wait_timeout_ns;
+    d.sysmem_reserve = sysmem_reserve;
     return t_dev(&d);
+}
+
+static vidmm_device *p_dev(bool wddm2)
+{
+    return p_dev_ex(wddm2, 0, 0);
 }
 
 static int power_rc(vidmm_device *dev, uint32_t state, struct vidmm_power_args *out)
@@ -462,5 +470,89 @@ Test(power, wddm2_offered_listed_discarded_then_reclaimed)
     cr_assert_eq(w2_status(dev, h, NULL), VIDMM_RESIDENCY_IN_GPU_MEMORY);
     t_expect_fill(dev, h, 0, Q, VIDMM_DISCARDED_PATTERN);
     free(buf);
+    vidmm_device_destroy(dev);
+}
+
+/* =============================================================================================
+ * Failure paths.
+ * =========================================================================================== */
+
+/* wddm2.h: the GPU not idle is VIDMM_E_BUSY at once, before the paging queued earlier is waited
+ * for - here an eviction's transfer that waits for the GPU: waiting for it would never end (no
+ * wait timeout) or end in VIDMM_E_TIMEOUT (50 ms), as the caller acting as the GPU cannot signal
+ * during the call. Nothing changed: the transfer still queued, the content (a pinned allocation
+ * in the purged segment, the evicted one) intact; once the fence is signalled the transition
+ * runs and loses nothing. (The old order - drain, then the check - hangs here: timeout.) */
+Test(power, busy_gpu_with_queued_paging_is_busy_at_once, .timeout = 30)
+{
+    for (int k = 0; k < 2; k++) {
+        vidmm_device *dev = p_dev_ex(true, k ? 50ull * 1000 * 1000 : 0, 0);
+        vidmm_va_space *sp = w2_space(dev, T_PROC);
+        uint8_t *bl, *bo;
+        vidmm_handle l = placed(dev, true, Q, P_VOL, 0, &bl, 91, NULL);
+        vidmm_handle o = placed(dev, true, 128 * T_KiB, P_VOL, VIDMM_ALLOC_OVERLAY, &bo, 92, NULL);
+        const uint64_t va = w2_reserve(sp, 0, Q);
+        w2_map(sp, va, l, 0, Q);
+        w2_drain(dev);
+        struct vidmm_va_ref ref = { va, Q, VIDMM_REF_WRITE, 0 };
+        uint64_t f = 0;
+        T_OK(vidmm_va_submit(sp, &ref, 1, 0, &f));
+        w2_evict(dev, l, 0); /* its transfer out waits for the GPU */
+        const uint64_t done = vidmm_wddm2_paging_fence_completed(dev);
+        struct t_snap s;
+        t_snap1(&s, dev, o);
+        struct vidmm_power_args r;
+        T_REFUSED(&s, power_rc(dev, VIDMM_POWER_STANDBY, &r), VIDMM_E_BUSY);
+        T_REFUSED(&s, power_rc(dev, VIDMM_POWER_HIBERNATE, &r), VIDMM_E_BUSY);
+        cr_assert_eq(vidmm_wddm2_paging_fence_completed(dev), done, "the queued transfer ran");
+        cr_assert_eq(t_query(dev, o).where, VIDMM_WHERE_SEGMENT);
+        T_OK(vidmm_fence_signal(dev, f));
+        r = power(dev, VIDMM_POWER_STANDBY);
+        cr_assert_eq(r.restored, 1);
+        same(dev, l, bl, Q, "evicted while the GPU used it");
+        same(dev, o, bo, 128 * T_KiB, "pinned");
+        free(bl), free(bo);
+        vidmm_va_space_destroy(sp);
+        vidmm_device_destroy(dev);
+    }
+}
+
+/* wddm2.h: no backing store for an allocation that must be paged out (the backing-store reserve
+ * taken by another allocation's content) is VIDMM_E_NO_MEMORY before anything changes: the save
+ * area of the pinned allocation is given back, no paging, no byte overwritten, both contents
+ * intact in place. With the reserve free again the transition runs and the pinned allocation is
+ * restored (its restore needs no memory: it never left its place). */
+Test(power, no_backing_store_nothing_changed)
+{
+    vidmm_device *dev = p_dev_ex(false, 0, Q);
+    struct vidmm_alloc_desc fd = t_adesc(Q, T_SET(P_VOL));
+    vidmm_handle filler = t_alloc(dev, &fd);
+    uint8_t *bf = malloc(Q);
+    cr_assert_not_null(bf);
+    t_bytes(bf, Q, 93);
+    t_write(dev, filler, 0, bf, Q); /* not placed: its content takes the whole reserve */
+    uint8_t *bv, *bo, *cpu_v = NULL, *cpu_o = NULL;
+    vidmm_handle v = placed(dev, false, 128 * T_KiB, P_VOL, 0, &bv, 94, &cpu_v);
+    vidmm_handle o = placed(dev, false, 128 * T_KiB, P_VOL, VIDMM_ALLOC_OVERLAY, &bo, 95, &cpu_o);
+    const struct vidmm_alloc_info iv = t_query(dev, v), io = t_query(dev, o);
+    struct t_snap s;
+    vidmm_handle both[2] = { v, o };
+    t_snap(&s, dev, both, 2);
+    struct vidmm_power_args r;
+    T_REFUSED(&s, power_rc(dev, VIDMM_POWER_STANDBY, &r), VIDMM_E_NO_MEMORY);
+    T_REFUSED(&s, power_rc(dev, VIDMM_POWER_HIBERNATE, &r), VIDMM_E_NO_MEMORY);
+    cr_assert(memcmp(cpu_v, bv, 128 * T_KiB) == 0, "the segment's bytes were overwritten");
+    cr_assert(memcmp(cpu_o, bo, 128 * T_KiB) == 0, "the pinned allocation's bytes were overwritten");
+    cr_assert_eq(t_query(dev, v).offset, iv.offset);
+    cr_assert_eq(t_query(dev, o).offset, io.offset);
+    same(dev, filler, bf, Q, "the content in the reserve");
+    T_OK(vidmm_alloc_destroy(dev, filler));
+    r = power(dev, VIDMM_POWER_STANDBY);
+    cr_assert_eq(r.evicted, 1);
+    cr_assert_eq(r.restored, 1);
+    cr_assert_eq(t_query(dev, o).offset, io.offset, "the pinned allocation moved");
+    cr_assert(memcmp(cpu_o, bo, 128 * T_KiB) == 0, "the pinned allocation was not restored");
+    same(dev, v, bv, 128 * T_KiB, "paged out");
+    free(bf), free(bv), free(bo);
     vidmm_device_destroy(dev);
 }
