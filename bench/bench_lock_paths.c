@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/bench_lock_paths.c - what a CPU lock of a large allocation costs on each of the
+ * engine's paths (issue 16 deliverables 2 and 7), each beside the path it replaces, measured
+ * alternately in one process so both sides see the same machine:
+ *
+ *   range   a 64 MiB block-linear surface (4096 x 4096 x 4 bytes) locked through a swizzling
+ *           range: eager against lazy views (VIDMM_DEVICE_LAZY_RANGES) for lock + unlock, lock
+ *           + touch one page + unlock, lock + read every byte + unlock, and lock + write N% of
+ *           the pages (evenly spread) + unlock;
+ *   unlock  the same surface, eager: the unlock alone after writing N% of the pages, the
+ *           write-watch against the snapshot comparison (VIDMM_RANGE_DIRTY=snapshot), and
+ *           against re-tiling the whole surface (the unlock after writing every page);
+ *   plain   a 64 MiB PermanentSysMem allocation resident in a memory segment, and a 64 MiB
+ *           Cached one in a segment that does not snoop: lock + write N% of the pages + unlock
+ *           + a submission (the copy-back, the cache flush), the write tracking against
+ *           VIDMM_LOCK_DIRTY=off.
+ *
+ * N is one page, 1, 10 and 100%. Printed: the median of the rounds of each side and their
+ * ratio (and the mean where back-off makes rounds differ). A standalone program, not a Google
+ * Benchmark case; figures are never asserted.
+ *
+ * usage: bench_lock_paths [rounds] [range|unlock|plain ...]   (default 9 rounds, every part) */
+#define _GNU_SOURCE
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "vidmm/vidmm.h"
+
+#define MiB (1024u * 1024u)
+#define PAGE 4096u
+#define SURFACE_BYTES (64u * MiB)
+#define PAGES (SURFACE_BYTES / PAGE)
+#define MAX_ROUNDS 256
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double mean(const double *v, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    return s / n;
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_lock_paths: %s: %s\n", what, vidmm_strerror(rc));
+    exit(1);
+}
+
+/* One device with one allocation, built under an environment variable's value (the engine
+ * reads VIDMM_RANGE_DIRTY at creation and VIDMM_LOCK_DIRTY at the first lock that could use
+ * it: the latter is set again around every lock of that side, see with_env()). */
+struct side {
+    vidmm_device *dev;
+    vidmm_handle h;
+    const char *env, *val;    /* the variable this side runs under, or NULL */
+};
+
+static void with_env(const struct side *s)
+{
+    if (s->env)
+        setenv(s->env, s->val, 1);
+}
+
+static void without_env(const struct side *s)
+{
+    if (s->env)
+        unsetenv(s->env);
+}
+
+static vidmm_device *make_device(uint32_t flags, uint32_t seg_flags, uint32_t ranges)
+{
+    static struct vidmm_segment_desc seg;
+    memset(&seg, 0, sizeof seg);
+    seg.base_address = 0x10000000ull;
+    seg.size = seg.commit_limit = 128ull * MiB;
+    seg.flags = VIDMM_SEGMENT_CPU_VISIBLE | seg_flags;
+    struct vidmm_device_desc d = VIDMM_DEVICE_DESC_INIT;
+    d.segments = &seg;
+    d.segment_count = 1;
+    d.swizzling_ranges = ranges;
+    d.paging_threads = 0;
+    d.flags = flags;
+    d.sysmem_reserve = 512ull * MiB;
+    vidmm_device *dev = NULL;
+    int rc = vidmm_device_create(&d, &dev);
+    if (rc)
+        die("vidmm_device_create", rc);
+    return dev;
+}
+
+static void make_resident(struct side *s)
+{
+    int rc = vidmm_make_resident(s->dev, &s->h, 1, NULL);
+    if (rc)
+        die("vidmm_make_resident", rc);
+}
+
+/* The 64 MiB block-linear surface behind a swizzling range. */
+static struct side surface_side(uint32_t dev_flags, const char *env, const char *val)
+{
+    static struct vidmm_tile_layout layout = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    static struct vidmm_surface_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.size = sizeof sd;
+    sd.width = sd.height = 4096;
+    sd.depth = sd.block_width = sd.block_height = sd.mip_levels = sd.array_layers = 1;
+    sd.element_bytes = 4;
+    uint64_t tiled;
+    int rc = vidmm_surface_tiled_size(&layout, &sd, &tiled);
+    if (rc)
+        die("vidmm_surface_tiled_size", rc);
+    struct side s = { NULL, 0, env, val };
+    with_env(&s);
+    s.dev = make_device(dev_flags, 0, 2);
+    struct vidmm_alloc_desc d = { .size_of = sizeof d };
+    d.size = tiled;
+    d.priority = VIDMM_PRIORITY_NORMAL;
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_SWIZZLED;
+    d.supported_read_set = d.supported_write_set = 1;
+    d.layout = &layout;
+    d.surface = &sd;
+    d.max_renaming = 1;
+    if ((rc = vidmm_alloc_create(s.dev, &d, &s.h)) != 0)
+        die("vidmm_alloc_create (surface)", rc);
+    make_resident(&s);
+    without_env(&s);
+    return s;
+}
+
+/* A 64 MiB plain allocation with 'flags' (PermanentSysMem or Cached). */
+static struct side plain_side(uint32_t flags, const char *env, const char *val)
+{
+    struct side s = { NULL, 0, env, val };
+    s.dev = make_device(0, 0, 0);
+    struct vidmm_alloc_desc d = { .size_of = sizeof d };
+    d.size = SURFACE_BYTES;
+    d.priority = VIDMM_PRIORITY_NORMAL;
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | flags;
+    d.supported_read_set = d.supported_write_set = 1;
+    d.max_renaming = 1;
+    int rc = vidmm_alloc_create(s.dev, &d, &s.h);
+    if (rc)
+        die("vidmm_alloc_create (plain)", rc);
+    make_resident(&s);
+    return s;
+}
+
+static void destroy_side(struct side *s)
+{
+    vidmm_device_destroy(s->dev);
+}
+
+/* Writes one byte in each of 'n' pages spread evenly over the 64 MiB at 'p'. */
+static void write_pages(volatile uint8_t *p, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        p[(k * PAGES / n) * PAGE + 17] ^= 1;
+}
+
+static uint8_t *lock(struct side *s, uint32_t flags)
+{
+    struct vidmm_lock_args a = { .allocation = s->h, .flags = flags };
+    int rc = vidmm_lock(s->dev, &a);
+    if (rc)
+        die("vidmm_lock", rc);
+    return a.data;
+}
+
+static void unlock(struct side *s)
+{
+    int rc = vidmm_unlock(s->dev, 1, &s->h);
+    if (rc)
+        die("vidmm_unlock", rc);
+}
+
+static void submit(struct side *s)
+{
+    struct vidmm_alloc_ref r = { s->h, 0 };
+    uint64_t fence = 0;
+    int rc = vidmm_submit(s->dev, &r, 1, 0, NULL, &fence);
+    if (rc == 0)
+        rc = vidmm_fence_signal(s->dev, fence);
+    if (rc)
+        die("vidmm_submit", rc);
+}
+
+enum what { LOCK_UNLOCK, TOUCH_ONE, READ_ALL, WRITE_N };
+
+/* One range lock round on side 's'; 'n' pages written for WRITE_N. Milliseconds, whole. */
+static double range_round(struct side *s, enum what w, size_t n)
+{
+    const uint32_t f = VIDMM_LOCK_ACQUIRE_APERTURE | (w == LOCK_UNLOCK || w == READ_ALL ? VIDMM_LOCK_READ_ONLY : 0);
+    const double t0 = now_ms();
+    volatile uint8_t *p = lock(s, f);
+    if (w == TOUCH_ONE)
+        p[33 * PAGE + 5] ^= 1;
+    if (w == READ_ALL) {
+        uint8_t sink = 0;
+        for (size_t o = 0; o < SURFACE_BYTES; o += 64)
+            sink ^= p[o];
+        __asm__ volatile("" : : "r"(sink));
+    }
+    if (w == WRITE_N)
+        write_pages(p, n);
+    unlock(s);
+    return now_ms() - t0;
+}
+
+/* The unlock alone, after writing 'n' pages through a range. */
+static double unlock_round(struct side *s, size_t n)
+{
+    write_pages(lock(s, VIDMM_LOCK_ACQUIRE_APERTURE), n);
+    const double t0 = now_ms();
+    unlock(s);
+    return now_ms() - t0;
+}
+
+/* A plain lock + writes + unlock + submission. */
+static double plain_round(struct side *s, size_t n)
+{
+    with_env(s);
+    const double t0 = now_ms();
+    write_pages(lock(s, 0), n);
+    unlock(s);
+    submit(s);
+    const double t = now_ms() - t0;
+    without_env(s);
+    return t;
+}
+
+static const size_t counts[] = { 1, PAGES / 100, PAGES / 10, PAGES };
+static const char *const count_names[] = { "1 page", "1%", "10%", "100%" };
+
+static void part_range(int rounds)
+{
+    struct side e = surface_side(0, NULL, NULL), l = surface_side(VIDMM_DEVICE_LAZY_RANGES, NULL, NULL);
+    printf("range lock, 64 MiB block-linear surface: eager vs lazy views (medians of %d, ms)\n", rounds);
+    static const char *const names[] = { "lock + unlock", "lock + touch 1 page + unlock", "lock + read all + unlock" };
+    for (int w = 0; w < 3 + 4; w++) {
+        double te[MAX_ROUNDS], tl[MAX_ROUNDS];
+        const enum what what = w < 3 ? (enum what)w : WRITE_N;
+        const size_t n = w < 3 ? 0 : counts[w - 3];
+        for (int r = 0; r < rounds; r++) {
+            if (r % 2) {
+                te[r] = range_round(&e, what, n);
+                tl[r] = range_round(&l, what, n);
+            } else {
+                tl[r] = range_round(&l, what, n);
+                te[r] = range_round(&e, what, n);
+            }
+        }
+        char label[64];
+        if (w < 3)
+            snprintf(label, sizeof label, "%s", names[w]);
+        else
+            snprintf(label, sizeof label, "lock + write %s + unlock", count_names[w - 3]);
+        const double me = median(te, rounds), ml = median(tl, rounds);
+        printf("  %-32s eager %9.3f  lazy %9.3f  lazy/eager time %6.2f\n", label, me, ml, ml / me);
+    }
+    destroy_side(&e);
+    destroy_side(&l);
+}
+
+static void part_unlock(int rounds)
+{
+    struct side w = surface_side(0, NULL, NULL), s = surface_side(0, "VIDMM_RANGE_DIRTY", "snapshot");
+    printf("range unlock alone after writing N%% of the pages, 64 MiB block-linear, eager (medians of %d, ms)\n",
+           rounds);
+    double full[MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++)
+        full[r] = unlock_round(&w, PAGES);
+    const double whole = median(full, rounds);
+    for (int i = 0; i < 4; i++) {
+        double tw[MAX_ROUNDS], ts[MAX_ROUNDS];
+        for (int r = 0; r < rounds; r++) {
+            if (r % 2) {
+                tw[r] = unlock_round(&w, counts[i]);
+                ts[r] = unlock_round(&s, counts[i]);
+            } else {
+                ts[r] = unlock_round(&s, counts[i]);
+                tw[r] = unlock_round(&w, counts[i]);
+            }
+        }
+        const double mw = median(tw, rounds), ms = median(ts, rounds);
+        printf("  %-8s write-watch %9.3f  snapshot %9.3f (%6.1fx)  whole re-tile %9.3f (%6.1fx)\n", count_names[i], mw,
+               ms, ms / mw, whole, whole / mw);
+    }
+    destroy_side(&w);
+    destroy_side(&s);
+}
+
+static void part_plain(int rounds, uint32_t flags, const char *name)
+{
+    struct side t = plain_side(flags, NULL, NULL), o = plain_side(flags, "VIDMM_LOCK_DIRTY", "off");
+    printf("plain lock + write N%% of the pages + unlock + submit, 64 MiB %s: tracked vs VIDMM_LOCK_DIRTY=off "
+           "(%d rounds, ms)\n", name, rounds);
+    for (int i = 0; i < 4; i++) {
+        double tt[MAX_ROUNDS], to[MAX_ROUNDS];
+        for (int r = 0; r < rounds; r++) {
+            if (r % 2) {
+                tt[r] = plain_round(&t, counts[i]);
+                to[r] = plain_round(&o, counts[i]);
+            } else {
+                to[r] = plain_round(&o, counts[i]);
+                tt[r] = plain_round(&t, counts[i]);
+            }
+        }
+        const double at = mean(tt, rounds), ao = mean(to, rounds);
+        const double mt = median(tt, rounds), mo = median(to, rounds);
+        printf("  %-8s median tracked %9.3f  off %9.3f (%6.1fx)   mean tracked %9.3f  off %9.3f (%6.1fx)\n",
+               count_names[i], mt, mo, mo / mt, at, ao, ao / at);
+    }
+    destroy_side(&t);
+    destroy_side(&o);
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 9;
+    if (rounds < 1 || rounds > MAX_ROUNDS) {
+        fprintf(stderr, "usage: bench_lock_paths [rounds 1..%d] [range|unlock|plain ...]\n", MAX_ROUNDS);
+        return 2;
+    }
+    bool all = argc <= 2;
+    bool want[3] = { all, all, all };
+    for (int i = 2; i < argc; i++) {
+        want[0] |= strcmp(argv[i], "range") == 0;
+        want[1] |= strcmp(argv[i], "unlock") == 0;
+        want[2] |= strcmp(argv[i], "plain") == 0;
+    }
+    printf("vidmm %s, backend %s\n", vidmm_version_string(), vidmm_backend_name());
+    if (want[0])
+        part_range(rounds);
+    if (want[1])
+        part_unlock(rounds);
+    if (want[2]) {
+        part_plain(rounds, VIDMM_ALLOC_PERMANENT_SYSMEM, "PermanentSysMem resident in a segment");
+        part_plain(rounds, VIDMM_ALLOC_CACHED, "Cached in a segment that does not snoop");
+    }
+    return 0;
+}
