@@ -356,12 +356,7 @@ int vidmm_va_space_create(vidmm_device *dev, uint32_t process, vidmm_va_space **
 {
     if (!dev || !out)
         return REFUSE(__func__, !dev ? "dev" : "out", "NULL", "wddm2.h");
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!dev->w2.on)
-        err = REFUSE(__func__, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    int err = vm_w2_enter(dev, __func__);
     for (struct vidmm_va_space *s = dev->w2.spaces; !err && s; s = s->next)
         if (s->process == process)
             err = REFUSE(__func__, "process", "already has a VA space on this device", "wddm2.h");

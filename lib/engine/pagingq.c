@@ -139,12 +139,7 @@ int vidmm_paging_queue_create(vidmm_device *dev, uint32_t process, int32_t prior
     q->dev = dev;
     q->process = process;
     q->cls = (uint8_t)(priority + 1);
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!dev->w2.on)
-        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    int err = vm_w2_enter(dev, call);
     if (!err) {
         q->next = dev->w2.queues;
         dev->w2.queues = q;

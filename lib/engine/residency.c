@@ -230,6 +230,16 @@ static int begin(vidmm_device *dev, const vidmm_handle *h, uint32_t count, const
     return vm_check_handles_(dev, h, count, call);
 }
 
+int vm_w2_enter(vidmm_device *dev, const char *call)
+{
+    pthread_mutex_lock(&dev->mu);
+    if (dev->removed)
+        return VIDMM_E_DEVICE_REMOVED;
+    if (!dev->w2.on)
+        return vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    return 0;
+}
+
 static bool is_placed(const struct vm_alloc *a)
 {
     return a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE;
@@ -636,12 +646,7 @@ int vidmm_wddm2_register_budget_callback(vidmm_device *dev, uint32_t process, vi
     static const char call[] = "vidmm_wddm2_register_budget_callback";
     if (!dev || !cb || !cookie)
         return vidmm_refuse(call, !dev ? "dev" : !cb ? "cb" : "cookie", "NULL", "wddm2.h");
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!dev->w2.on)
-        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    int err = vm_w2_enter(dev, call);
     if (!err && dev->w2.nbcbs == dev->w2.cap_bcbs) {
         uint32_t cap = dev->w2.cap_bcbs ? dev->w2.cap_bcbs * 2 : 4;
         struct vm_w2_bcb *v = realloc(dev->w2.bcbs, sizeof *v * cap);
@@ -695,13 +700,8 @@ int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, 
     static const char call[] = "vidmm_wddm2_set_budget";
     if (!dev || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_refuse(call, !dev ? "dev" : "group", "NULL, or not LOCAL / NON_LOCAL", "15.22");
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!dev->w2.on)
-        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
-    else if (bytes > dev->w2.group_max[group])
+    int err = vm_w2_enter(dev, call);
+    if (!err && bytes > dev->w2.group_max[group])
         err = vidmm_refuse(call, "bytes", "above the group's maximum budget", "15.22");
     ptrdiff_t pi = err ? -1 : proc_index(dev, process, true);
     if (!err && pi < 0)
@@ -755,12 +755,7 @@ int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process, uint32_t
     if (!dev || !out || out->size_of < sizeof *out || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_refuse(call, !dev ? "dev" : !out ? "out" : out->size_of < sizeof *out ? "out->size_of" : "group",
                             "NULL, size_of too small, or not LOCAL / NON_LOCAL", "12");
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!dev->w2.on)
-        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    int err = vm_w2_enter(dev, call);
     if (!err) {
         ptrdiff_t pi = proc_index(dev, process, false); /* a query creates nothing */
         const struct vm_w2_proc *p = pi >= 0 ? &dev->w2.procs[pi] : NULL;
@@ -779,12 +774,7 @@ int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t
     static const char call[] = "vidmm_wddm2_change_reservation";
     if (!dev || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_refuse(call, !dev ? "dev" : "group", "NULL, or not LOCAL / NON_LOCAL", "15.22");
-    pthread_mutex_lock(&dev->mu);
-    int err = 0;
-    if (dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
-    else if (!dev->w2.on)
-        err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
+    int err = vm_w2_enter(dev, call);
     ptrdiff_t pi = err ? -1 : proc_index(dev, process, false);
     if (!err && bytes > available(dev, pi, group))
         err = vidmm_refuse(call, "bytes", "outside [0, AvailableForReservation]", "15.22");

@@ -92,6 +92,9 @@ int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d)
 int vm_w2_check_lock(const vidmm_device *dev, uint32_t lock_flags);
 /* submit.c: allocation-list residency (vidmm_submit(), vidmm_make_resident()) refused. */
 int vm_w2_refuse_list(const vidmm_device *dev, const char *call);
+/* vm_w2_enter() takes the device mutex (held on return either way) for WDDM2 call 'call' and
+ * returns VIDMM_E_DEVICE_REMOVED, the refusal of a device not created WDDM2, or 0. */
+int vm_w2_enter(vidmm_device *dev, const char *call);
 /* alloc.c vm_set_where(): the allocation's placement may have changed; queue the page-table
  * updates of its mappings (gpuva.c). Cheap when it has none. */
 void vm_w2_placed(vidmm_device *dev, struct vm_alloc *a);
