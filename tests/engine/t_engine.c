@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Segments and devices.
@@ -682,4 +683,56 @@ void t_deswz(const struct t_swz *s, const void *tiled, void *linear)
 void t_swz(const struct t_swz *s, const void *linear, void *tiled)
 {
     T_OK(vidmm_swizzle_surface(&s->layout, &s->surface, tiled, s->tiled_size, linear, s->linear_size));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Swizzled surfaces of any shape.
+ * ------------------------------------------------------------------------------------------- */
+
+void t_surf_init(struct t_surf *s, enum vidmm_tiling t, uint32_t w, uint32_t h, uint32_t d, uint32_t e,
+                 uint32_t mips, uint32_t layers)
+{
+    memset(s, 0, sizeof *s);
+    s->layout = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT(t);
+    s->desc.size = sizeof s->desc;
+    s->desc.width = w;
+    s->desc.height = h;
+    s->desc.depth = d;
+    s->desc.element_bytes = e;
+    s->desc.block_width = s->desc.block_height = 1;
+    s->desc.mip_levels = mips;
+    s->desc.array_layers = layers;
+}
+
+void t_surf_sizes(struct t_surf *s)
+{
+    cr_assert_eq(vidmm_surface_tiled_size(&s->layout, &s->desc, &s->tiled), 0);
+    cr_assert_eq(vidmm_surface_linear_size(&s->layout, &s->desc, &s->linear), 0);
+}
+
+vidmm_handle t_surf_alloc(vidmm_device *dev, const struct t_surf *s, unsigned char *tiled, uint32_t seed)
+{
+    struct vidmm_alloc_desc d = t_adesc(s->tiled, T_SET(1));
+    d.flags |= VIDMM_ALLOC_SWIZZLED;
+    d.layout = &s->layout;
+    d.surface = &s->desc;
+    vidmm_handle h = t_alloc(dev, &d);
+    t_resident(dev, h, NULL);
+    t_bytes(tiled, (size_t)s->tiled, seed);
+    t_write(dev, h, 0, tiled, (size_t)s->tiled);
+    return h;
+}
+
+size_t t_resident_pages(const void *p, size_t n)
+{
+    const uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(T_PG - 1);
+    const size_t pages = (size_t)(((uintptr_t)p + n - lo + T_PG - 1) / T_PG);
+    unsigned char *v = malloc(pages);
+    cr_assert_not_null(v);
+    cr_assert_eq(mincore((void *)lo, pages * T_PG, v), 0);
+    size_t count = 0;
+    for (size_t i = 0; i < pages; i++)
+        count += v[i] & 1;
+    free(v);
+    return count;
 }

@@ -256,4 +256,24 @@ struct vidmm_alloc_desc t_swz_desc(const struct t_swz *s, uint32_t set);
 void t_deswz(const struct t_swz *s, const void *tiled, void *linear);
 void t_swz(const struct t_swz *s, const void *linear, void *tiled);
 
+/* ---------------------------------------------------------------------------------------------
+ * Swizzled surfaces of any shape (the range-lock suites: test_lazy_ranges.c,
+ * test_narrow_locks.c, test_unprivileged.c): t_surf_init() describes one (block 1 x 1),
+ * t_surf_sizes() fills its tiled and packed linear sizes, t_surf_alloc() makes a resident
+ * swizzled allocation of it (t_adesc() with SWIZZLED, segment 1) holding random tiled bytes,
+ * also left in 'tiled'.
+ * ------------------------------------------------------------------------------------------- */
+struct t_surf {
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc desc;
+    struct vidmm_equation eq;
+    uint64_t tiled, linear;
+};
+void t_surf_init(struct t_surf *s, enum vidmm_tiling t, uint32_t w, uint32_t h, uint32_t d, uint32_t e,
+                 uint32_t mips, uint32_t layers);
+void t_surf_sizes(struct t_surf *s);
+vidmm_handle t_surf_alloc(vidmm_device *dev, const struct t_surf *s, unsigned char *tiled, uint32_t seed);
+/* Pages of [p, p + n) (from the page holding p) in memory, by mincore(). */
+size_t t_resident_pages(const void *p, size_t n);
+
 #endif /* VIDMM_TESTS_T_ENGINE_H */

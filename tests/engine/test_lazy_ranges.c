@@ -36,52 +36,6 @@ static vidmm_device *lazy_dev(bool lazy)
     return dev;
 }
 
-struct surf {
-    struct vidmm_tile_layout layout;
-    struct vidmm_surface_desc desc;
-    struct vidmm_equation eq;
-    uint64_t tiled, linear;
-};
-
-static void surf_init(struct surf *s, enum vidmm_tiling t, uint32_t w, uint32_t h, uint32_t d, uint32_t e,
-                      uint32_t mips, uint32_t layers)
-{
-    memset(s, 0, sizeof *s);
-    s->layout = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT(t);
-    s->desc.size = sizeof s->desc;
-    s->desc.width = w;
-    s->desc.height = h;
-    s->desc.depth = d;
-    s->desc.element_bytes = e;
-    s->desc.block_width = s->desc.block_height = 1;
-    s->desc.mip_levels = mips;
-    s->desc.array_layers = layers;
-}
-
-static void surf_sizes(struct surf *s)
-{
-    cr_assert_eq(vidmm_surface_tiled_size(&s->layout, &s->desc, &s->tiled), 0);
-    cr_assert_eq(vidmm_surface_linear_size(&s->layout, &s->desc, &s->linear), 0);
-}
-
-/* A swizzled allocation of 's' in the device's segment, holding 'tiled' (random). */
-static vidmm_handle surf_alloc(vidmm_device *dev, struct surf *s, unsigned char *tiled, uint32_t seed)
-{
-    struct vidmm_alloc_desc d = { .size_of = sizeof d };
-    d.size = s->tiled;
-    d.priority = VIDMM_PRIORITY_NORMAL;
-    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_SWIZZLED;
-    d.supported_read_set = d.supported_write_set = 1;
-    d.layout = &s->layout;
-    d.surface = &s->desc;
-    d.max_renaming = 1;
-    vidmm_handle h = t_alloc(dev, &d);
-    t_resident(dev, h, NULL);
-    t_bytes(tiled, (size_t)s->tiled, seed);
-    t_write(dev, h, 0, tiled, (size_t)s->tiled);
-    return h;
-}
-
 static unsigned char *range_lock(vidmm_device *dev, vidmm_handle h, uint32_t flags)
 {
     struct vidmm_lock_args a = t_largs(h, VIDMM_LOCK_ACQUIRE_APERTURE | flags);
@@ -90,31 +44,18 @@ static unsigned char *range_lock(vidmm_device *dev, vidmm_handle h, uint32_t fla
     return a.data;
 }
 
-/* Pages of [p, p + n) resident in memory (mincore). */
-static size_t resident_pages(const void *p, size_t n)
-{
-    size_t pages = (n + PAGE - 1) / PAGE, count = 0;
-    unsigned char *v = malloc(pages);
-    cr_assert_not_null(v);
-    cr_assert_eq(mincore((void *)p, pages * PAGE, v), 0);
-    for (size_t i = 0; i < pages; i++)
-        count += v[i] & 1;
-    free(v);
-    return count;
-}
-
 /* Skips the test unless a lazy device really maps lazy views here: right after a range lock,
  * a lazy view has no page in memory, an eager one all of them. */
 static void require_lazy(void)
 {
     vidmm_device *dev = lazy_dev(true);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 1);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 1);
     unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
-    size_t res = resident_pages(p, (size_t)s.linear);
+    size_t res = t_resident_pages(p, (size_t)s.linear);
     t_unlock(dev, h);
     free(tiled);
     vidmm_device_destroy(dev);
@@ -127,14 +68,14 @@ static void require_lazy(void)
 /* The whole check for one surface: a READ_ONLY lock read in order, one read in random page
  * order, then writable locks that write scattered spots (page ends, partial elements,
  * whole pages) - each time against the eager result. */
-static void check_surface(struct surf *s, const char *what)
+static void check_surface(struct t_surf *s, const char *what)
 {
-    surf_sizes(s);
+    t_surf_sizes(s);
     vidmm_device *dev = lazy_dev(true);
     const size_t tn = (size_t)s->tiled, ln = (size_t)s->linear, pages = (ln + PAGE - 1) / PAGE;
     unsigned char *tiled = malloc(tn), *want = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
     cr_assert(tiled && want && exp && got);
-    vidmm_handle h = surf_alloc(dev, s, tiled, 77);
+    vidmm_handle h = t_surf_alloc(dev, s, tiled, 77);
     cr_assert_eq(vidmm_deswizzle_surface(&s->layout, &s->desc, tiled, tn, want, ln), 0);
 
     unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
@@ -183,31 +124,31 @@ static void check_surface(struct surf *s, const char *what)
 Test(lazy, matches_eager_every_layout)
 {
     require_lazy();
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 300, 1, 4, 1, 1);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 300, 1, 4, 1, 1);
     check_surface(&s, "block-linear 1000x300x4");
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 517, 129, 1, 12, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 517, 129, 1, 12, 1, 1);
     check_surface(&s, "block-linear 517x129, 12-byte elements (elements across pages)");
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
     check_surface(&s, "block-linear 256x128, 5 mips, 3 layers");
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 96, 80, 20, 8, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 96, 80, 20, 8, 1, 1);
     check_surface(&s, "block-linear 3D 96x80x20x8");
-    surf_init(&s, VIDMM_TILING_INTEL_Y, 3000, 200, 1, 1, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_INTEL_Y, 3000, 200, 1, 1, 1, 1);
     check_surface(&s, "Intel Y 3000 bytes x 200");
-    surf_init(&s, VIDMM_TILING_INTEL_4, 2048, 100, 1, 1, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_INTEL_4, 2048, 100, 1, 1, 1, 1);
     check_surface(&s, "Intel Tile4 2048 x 100");
-    surf_init(&s, VIDMM_TILING_INTEL_X, 5000, 40, 1, 1, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_INTEL_X, 5000, 40, 1, 1, 1, 1);
     check_surface(&s, "Intel X 5000 x 40");
-    surf_init(&s, VIDMM_TILING_D3D_STD_64K, 600, 300, 1, 4, 1, 2);
+    t_surf_init(&s, VIDMM_TILING_D3D_STD_64K, 600, 300, 1, 4, 1, 2);
     check_surface(&s, "D3D 64 KB 600x300x4, 2 layers");
-    surf_init(&s, VIDMM_TILING_D3D_STD_4K, 333, 222, 1, 16, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_D3D_STD_4K, 333, 222, 1, 16, 1, 1);
     check_surface(&s, "D3D 4 KB 333x222x16");
-    surf_init(&s, VIDMM_TILING_AMD_GFX10, 256, 256, 1, 4, 9, 1);
+    t_surf_init(&s, VIDMM_TILING_AMD_GFX10, 256, 256, 1, 4, 9, 1);
     s.layout.amd_swizzle_mode = 27;
     check_surface(&s, "AMD SW_64KB_R_X 256x256, 9 mips (mip tail)");
-    surf_init(&s, VIDMM_TILING_MORTON, 300, 200, 1, 4, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_MORTON, 300, 200, 1, 4, 1, 1);
     check_surface(&s, "Morton 300x200x4");
-    surf_init(&s, VIDMM_TILING_LINEAR, 777, 55, 1, 3, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_LINEAR, 777, 55, 1, 3, 1, 1);
     check_surface(&s, "pitch-linear 777x55x3");
 }
 
@@ -217,23 +158,23 @@ Test(lazy, lock_untiles_only_what_is_touched)
 {
     require_lazy();
     vidmm_device *dev = lazy_dev(true);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 5);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 5);
     cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
     unsigned char *p = range_lock(dev, h, 0);
-    cr_assert_eq(resident_pages(p, (size_t)s.linear), 0, "the lock untiled pages before any access");
+    cr_assert_eq(t_resident_pages(p, (size_t)s.linear), 0, "the lock untiled pages before any access");
     const size_t off = 3 * 1024 * 1024 + 12345;
     cr_assert_eq(p[off], want[off]);
-    size_t res = resident_pages(p, (size_t)s.linear);
+    size_t res = t_resident_pages(p, (size_t)s.linear);
     cr_assert(res >= 1 && res <= 64, "one byte read untiled %zu pages", res);
     p[off] ^= 0xFF;
     t_unlock(dev, h);
     want[off] ^= 0xFF;
     p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
-    cr_assert_eq(resident_pages(p, (size_t)s.linear), 0, "the view kept pages across locks");
+    cr_assert_eq(t_resident_pages(p, (size_t)s.linear), 0, "the view kept pages across locks");
     cr_assert_eq(memcmp(p, want, (size_t)s.linear), 0, "the written byte did not come back");
     t_unlock(dev, h);
     free(tiled);
@@ -247,11 +188,11 @@ Test(lazy, kernel_access_through_the_view)
 {
     require_lazy();
     vidmm_device *dev = lazy_dev(true);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_D3D_STD_64K, 1024, 512, 1, 4, 1, 1); /* 2 MiB */
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_D3D_STD_64K, 1024, 512, 1, 4, 1, 1); /* 2 MiB */
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 6);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 6);
     cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
     unsigned char *p = range_lock(dev, h, 0);
     int fd[2];
@@ -288,11 +229,11 @@ Test(lazy, fork_while_locked)
 {
     require_lazy();
     vidmm_device *dev = lazy_dev(true);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_MORTON, 512, 512, 1, 4, 1, 1);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_MORTON, 512, 512, 1, 4, 1, 1);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 7);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 7);
     cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
     unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
     cr_assert_eq(p[10], want[10]);
@@ -337,11 +278,11 @@ Test(lazy, threads_fault_one_view)
 {
     require_lazy();
     vidmm_device *dev = lazy_dev(true);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 2048, 1024, 1, 4, 1, 1); /* 8 MiB */
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 2048, 1024, 1, 4, 1, 1); /* 8 MiB */
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled), *want = malloc((size_t)s.linear);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 8);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 8);
     cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, s.tiled, want, s.linear), 0);
     unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
     struct reader rd[6];
@@ -366,13 +307,13 @@ Test(lazy, env_off_gives_the_eager_view)
     cr_assert_eq(setenv("VIDMM_LAZY", "off", 1), 0);
     vidmm_device *dev = lazy_dev(true);
     unsetenv("VIDMM_LAZY");
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 9);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 9);
     unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
-    cr_assert_eq(resident_pages(p, (size_t)s.linear), s.linear / PAGE, "VIDMM_LAZY=off still gave a lazy view");
+    cr_assert_eq(t_resident_pages(p, (size_t)s.linear), s.linear / PAGE, "VIDMM_LAZY=off still gave a lazy view");
     t_unlock(dev, h);
     free(tiled);
     vidmm_device_destroy(dev);

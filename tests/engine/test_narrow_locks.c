@@ -41,52 +41,11 @@ static vidmm_device *ndev(uint32_t ranges, enum dirty_mode m, const struct vidmm
     return dev;
 }
 
-struct surf {
-    struct vidmm_tile_layout layout;
-    struct vidmm_surface_desc desc;
-    uint64_t tiled, linear;
-};
-
-static void surf_init(struct surf *s, enum vidmm_tiling t, uint32_t w, uint32_t h, uint32_t d, uint32_t e,
-                      uint32_t mips, uint32_t layers)
-{
-    memset(s, 0, sizeof *s);
-    s->layout = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT(t);
-    s->desc.size = sizeof s->desc;
-    s->desc.width = w;
-    s->desc.height = h;
-    s->desc.depth = d;
-    s->desc.element_bytes = e;
-    s->desc.block_width = s->desc.block_height = 1;
-    s->desc.mip_levels = mips;
-    s->desc.array_layers = layers;
-}
-
-static void surf_sizes(struct surf *s)
-{
-    cr_assert_eq(vidmm_surface_tiled_size(&s->layout, &s->desc, &s->tiled), 0);
-    cr_assert_eq(vidmm_surface_linear_size(&s->layout, &s->desc, &s->linear), 0);
-}
-
-static struct vidmm_subresource_info sub(const struct surf *s, uint32_t mip, uint32_t layer)
+static struct vidmm_subresource_info sub(const struct t_surf *s, uint32_t mip, uint32_t layer)
 {
     struct vidmm_subresource_info si = { .size = sizeof si };
     cr_assert_eq(vidmm_surface_subresource(&s->layout, &s->desc, mip, layer, &si), 0);
     return si;
-}
-
-/* A swizzled allocation of 's', resident, holding random tiled bytes ('tiled'). */
-static vidmm_handle surf_alloc(vidmm_device *dev, const struct surf *s, unsigned char *tiled, uint32_t seed)
-{
-    struct vidmm_alloc_desc d = t_adesc(s->tiled, T_SET(1));
-    d.flags |= VIDMM_ALLOC_SWIZZLED;
-    d.layout = &s->layout;
-    d.surface = &s->desc;
-    vidmm_handle h = t_alloc(dev, &d);
-    t_resident(dev, h, NULL);
-    t_bytes(tiled, (size_t)s->tiled, seed);
-    t_write(dev, h, 0, tiled, (size_t)s->tiled);
-    return h;
 }
 
 static struct vidmm_lock_region region(uint32_t mip, uint32_t layer, const struct vidmm_box *box)
@@ -110,21 +69,6 @@ static unsigned char *nlock(vidmm_device *dev, vidmm_handle h, uint32_t flags, s
     return a.data;
 }
 
-/* Pages of [p, p + n) in memory (mincore). */
-static size_t resident_pages(const void *p, size_t n)
-{
-    const uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(PAGE - 1);
-    const size_t pages = ((uintptr_t)p + n - lo + PAGE - 1) / PAGE;
-    unsigned char *v = malloc(pages);
-    cr_assert_not_null(v);
-    cr_assert_eq(mincore((void *)lo, pages * PAGE, v), 0);
-    size_t count = 0;
-    for (size_t i = 0; i < pages; i++)
-        count += v[i] & 1;
-    free(v);
-    return count;
-}
-
 /* Transparent huge pages in 'always' mode (anonymous memory faults in 2 MiB at a time). */
 static bool thp_always(void)
 {
@@ -143,14 +87,14 @@ static bool thp_always(void)
 static bool lazy_available(void)
 {
     vidmm_device *dev = ndev(2, LAZY, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 256, 1, 4, 1, 1);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 1);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 1);
     struct vidmm_lock_args a = t_largs(h, VIDMM_LOCK_ACQUIRE_APERTURE | VIDMM_LOCK_READ_ONLY);
     T_OK(vidmm_lock(dev, &a));
-    size_t res = resident_pages(a.data, (size_t)s.linear);
+    size_t res = t_resident_pages(a.data, (size_t)s.linear);
     t_unlock(dev, h);
     free(tiled);
     vidmm_device_destroy(dev);
@@ -159,7 +103,7 @@ static bool lazy_available(void)
 
 /* The box 'b' of subresource (mip, layer) as the pointer 'p' with pitches 'r' shows it, against
  * vidmm_deswizzle() of the same box from 'tiled'. */
-static void expect_box(const struct surf *s, const unsigned char *tiled, const unsigned char *p,
+static void expect_box(const struct t_surf *s, const unsigned char *tiled, const unsigned char *p,
                        const struct vidmm_lock_region *r, uint32_t mip, uint32_t layer, const struct vidmm_box *b,
                        const char *what)
 {
@@ -185,11 +129,11 @@ static void expect_box(const struct surf *s, const unsigned char *tiled, const u
 Test(narrow, box_pointer_pitches_and_bytes)
 {
     vidmm_device *dev = ndev(2, WATCH, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 11);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 11);
     struct vidmm_box b = { 5, 7, 0, 20, 9, 1 };
     struct vidmm_lock_region r = region(1, 2, &b);
     unsigned char *p = nlock(dev, h, VIDMM_LOCK_READ_ONLY, &r);
@@ -209,16 +153,16 @@ Test(narrow, box_pointer_pitches_and_bytes)
 Test(narrow, eager_box_untiles_only_the_box)
 {
     vidmm_device *dev = ndev(1, SNAPSHOT, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 12);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 12);
     struct vidmm_box b = { 1000, 500, 0, 16, 16, 1 };
     struct vidmm_lock_region r = region(0, 0, &b);
     unsigned char *p = nlock(dev, h, VIDMM_LOCK_READ_ONLY, &r);
     unsigned char *view = p - r.offset;
-    const size_t res = resident_pages(view, (size_t)s.linear);
+    const size_t res = t_resident_pages(view, (size_t)s.linear);
     if (res > 32 && thp_always())
         cr_skip_test("transparent huge pages are 'always' here: a touched view page brings 2 MiB in");
     cr_assert(res >= 16 && res <= 32, "a 16-row box lock left %zu pages of the view in memory", res);
@@ -233,11 +177,11 @@ Test(narrow, eager_box_untiles_only_the_box)
 Test(narrow, mip_level_and_array_layer)
 {
     vidmm_device *dev = ndev(2, WATCH, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 13);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 13);
     struct vidmm_lock_region r = region(2, VIDMM_LOCK_REGION_ALL, NULL);
     unsigned char *p = nlock(dev, h, VIDMM_LOCK_READ_ONLY, &r);
     struct vidmm_subresource_info si = sub(&s, 2, 0);
@@ -267,16 +211,16 @@ Test(narrow, mip_level_and_array_layer)
  * outside it (same rows, other rows, other subresources) do not. 'm' says how the written
  * bytes are found. The expected surface: the box's bytes replaced in the surface's packed
  * linear order, tiled again. */
-static void check_writes(enum dirty_mode m, const struct surf *s0, uint32_t mip, uint32_t layer,
+static void check_writes(enum dirty_mode m, const struct t_surf *s0, uint32_t mip, uint32_t layer,
                          const struct vidmm_box *b, const char *what)
 {
-    struct surf s = *s0;
-    surf_sizes(&s);
+    struct t_surf s = *s0;
+    t_surf_sizes(&s);
     vidmm_device *dev = ndev(2, m, NULL);
     const size_t tn = (size_t)s.tiled, ln = (size_t)s.linear, e = s.desc.element_bytes;
     unsigned char *tiled = malloc(tn), *lin = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
     cr_assert(tiled && lin && exp && got);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 21);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 21);
     T_OK(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, tn, lin, ln));
     uint32_t rnd = 5;
     for (int cycle = 0; cycle < 2; cycle++) {
@@ -336,44 +280,44 @@ static void check_writes(enum dirty_mode m, const struct surf *s0, uint32_t mip,
 
 static void check_writes_all(enum dirty_mode m)
 {
-    struct surf s;
+    struct t_surf s;
     struct vidmm_box b;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 300, 1, 4, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 300, 1, 4, 1, 1);
     b = (struct vidmm_box){ 100, 40, 0, 700, 200, 1 };
     check_writes(m, &s, 0, 0, &b, "block-linear 1000x300x4, a wide box");
     b = (struct vidmm_box){ 3, 1, 0, 5, 3, 1 };
     check_writes(m, &s, 0, 0, &b, "block-linear 1000x300x4, a small box");
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 517, 129, 1, 12, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 517, 129, 1, 12, 1, 1);
     b = (struct vidmm_box){ 300, 10, 0, 217, 100, 1 };
     check_writes(m, &s, 0, 0, &b, "block-linear 517x129, 12-byte elements");
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
     b = (struct vidmm_box){ 2, 3, 0, 50, 20, 1 };
     check_writes(m, &s, 2, 1, &b, "block-linear 256x128, 5 mips, 3 layers: mip 2 layer 1");
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 96, 80, 20, 8, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 96, 80, 20, 8, 1, 1);
     b = (struct vidmm_box){ 10, 5, 3, 40, 30, 9 };
     check_writes(m, &s, 0, 0, &b, "block-linear 3D 96x80x20x8");
-    surf_init(&s, VIDMM_TILING_INTEL_Y, 3000, 200, 1, 1, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_INTEL_Y, 3000, 200, 1, 1, 1, 1);
     b = (struct vidmm_box){ 129, 33, 0, 2000, 100, 1 };
     check_writes(m, &s, 0, 0, &b, "Intel Y 3000 bytes x 200");
-    surf_init(&s, VIDMM_TILING_INTEL_X, 5000, 40, 1, 1, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_INTEL_X, 5000, 40, 1, 1, 1, 1);
     b = (struct vidmm_box){ 511, 8, 0, 3000, 30, 1 };
     check_writes(m, &s, 0, 0, &b, "Intel X 5000 x 40");
-    surf_init(&s, VIDMM_TILING_D3D_STD_64K, 600, 300, 1, 4, 1, 2);
+    t_surf_init(&s, VIDMM_TILING_D3D_STD_64K, 600, 300, 1, 4, 1, 2);
     b = (struct vidmm_box){ 77, 51, 0, 300, 200, 1 };
     check_writes(m, &s, 0, 1, &b, "D3D 64 KB 600x300x4, layer 1");
-    surf_init(&s, VIDMM_TILING_D3D_STD_4K, 333, 222, 1, 16, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_D3D_STD_4K, 333, 222, 1, 16, 1, 1);
     b = (struct vidmm_box){ 100, 100, 0, 200, 100, 1 };
     check_writes(m, &s, 0, 0, &b, "D3D 4 KB 333x222x16");
-    surf_init(&s, VIDMM_TILING_AMD_GFX10, 256, 256, 1, 4, 9, 1);
+    t_surf_init(&s, VIDMM_TILING_AMD_GFX10, 256, 256, 1, 4, 9, 1);
     s.layout.amd_swizzle_mode = 27;
     b = (struct vidmm_box){ 1, 2, 0, 3, 5, 1 };
     check_writes(m, &s, 5, 0, &b, "AMD SW_64KB_R_X 256x256, 9 mips: mip 5 (in the mip tail)");
     b = (struct vidmm_box){ 17, 9, 0, 200, 150, 1 };
     check_writes(m, &s, 0, 0, &b, "AMD SW_64KB_R_X 256x256, 9 mips: mip 0");
-    surf_init(&s, VIDMM_TILING_MORTON, 300, 200, 1, 4, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_MORTON, 300, 200, 1, 4, 1, 1);
     b = (struct vidmm_box){ 31, 17, 0, 100, 64, 1 };
     check_writes(m, &s, 0, 0, &b, "Morton 300x200x4");
-    surf_init(&s, VIDMM_TILING_LINEAR, 777, 55, 1, 3, 1, 1);
+    t_surf_init(&s, VIDMM_TILING_LINEAR, 777, 55, 1, 3, 1, 1);
     b = (struct vidmm_box){ 1, 1, 0, 775, 53, 1 };
     check_writes(m, &s, 0, 0, &b, "pitch-linear 777x55x3");
 }
@@ -405,13 +349,13 @@ Test(narrow, writes_tiled_back_inside_only_lazy, .timeout = 300)
  * the other subresources keep their bytes. */
 Test(narrow, subresource_writes)
 {
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_sizes(&s);
     vidmm_device *dev = ndev(2, WATCH, NULL);
     const size_t tn = (size_t)s.tiled, ln = (size_t)s.linear;
     unsigned char *tiled = malloc(tn), *lin = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 31);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 31);
     T_OK(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, tn, lin, ln));
     /* mip 1 of every layer */
     struct vidmm_lock_region r = region(1, VIDMM_LOCK_REGION_ALL, NULL);
@@ -454,11 +398,11 @@ Test(narrow, range_lock_pages_nothing)
     t_rec_init(&rec);
     struct vidmm_driver drv = t_rec_driver(&rec, false, true, false);
     vidmm_device *dev = ndev(2, WATCH, &drv);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 512, 256, 1, 4, 1, 1);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 512, 256, 1, 4, 1, 1);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 61);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 61);
     t_log_clear(dev);
     const uint64_t issued = t_paging_total(dev);
     struct vidmm_box b = { 8, 8, 0, 64, 64, 1 };
@@ -487,12 +431,12 @@ Test(narrow, range_lock_pages_nothing)
 Test(narrow, no_range_unswizzling_eviction)
 {
     vidmm_device *dev = ndev(0, WATCH, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_sizes(&s);
     const size_t tn = (size_t)s.tiled, ln = (size_t)s.linear;
     unsigned char *tiled = malloc(tn), *lin = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 71);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 71);
     T_OK(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, tn, lin, ln));
     t_log_clear(dev);
     struct vidmm_box b = { 4, 4, 0, 30, 10, 1 };
@@ -530,11 +474,11 @@ Test(narrow, no_range_unswizzling_eviction)
 Test(narrow, relock_refused_until_unlock)
 {
     vidmm_device *dev = ndev(2, WATCH, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 1, 1);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 1, 1);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 81);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 81);
     struct vidmm_box b = { 0, 0, 0, 8, 8, 1 };
     struct vidmm_lock_region r = region(0, 0, &b);
     (void)nlock(dev, h, 0, &r);
@@ -562,11 +506,11 @@ Test(narrow, relock_refused_until_unlock)
 Test(narrow, refusals)
 {
     vidmm_device *dev = ndev(2, WATCH, NULL);
-    struct surf s;
-    surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
-    surf_sizes(&s);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 256, 128, 1, 4, 5, 3);
+    t_surf_sizes(&s);
     unsigned char *tiled = malloc((size_t)s.tiled);
-    vidmm_handle h = surf_alloc(dev, &s, tiled, 91);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 91);
     vidmm_handle plain = t_alloc_simple(dev, 64 * T_KiB, T_SET(1));
     t_resident(dev, plain, NULL);
     vidmm_handle hs[2] = { h, plain };
