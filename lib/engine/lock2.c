@@ -132,6 +132,9 @@ retry:
     uint8_t *ptr = NULL;
     if (!err)
         err = vm_lock_plain(dev, a, &ptr);
+    const uint32_t where = a->where;
+    const struct vm_segment *seg = a->seg;
+    const uint64_t offset = a->offset;
     /* The bytes behind the pointer must be there: wait for its paging (never for the GPU).
      * Waiting releases the mutex; being held, it is neither a victim nor destroyed meanwhile. */
     while (!err && a->paging_fence > dev->paging_done)
@@ -144,6 +147,12 @@ retry:
         goto out;
     if (a->lock_count) {
         /* Another thread's Lock2 of it finished while this one waited: nest in it. */
+        goto retry;
+    }
+    if (a->where != where ||
+        ((where == VIDMM_WHERE_SEGMENT || where == VIDMM_WHERE_APERTURE) && (a->seg != seg || a->offset != offset))) {
+        /* Another thread moved it while this one waited (paged it in): 'ptr' is where its
+         * content was, not where it is. */
         goto retry;
     }
     const struct vm_group *g = a->g;

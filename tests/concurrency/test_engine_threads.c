@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "t_helpers.h"
+#include "t_threads.h"
 
 #define N_THREADS 6
 #define OWN 4
@@ -40,46 +41,19 @@ struct worker {
     vidmm_handle h[OWN];
     unsigned char *want[OWN];   /* what each owned allocation must hold */
     struct t_rng rng;
-    char failure[256];
+    char failure[T_FAILURE_MAX];
     unsigned long ops;
 };
 
-#define FAIL(w, ...)                                                              \
-    do {                                                                          \
-        if ((w)->failure[0] == '\0')                                              \
-            snprintf((w)->failure, sizeof((w)->failure), __VA_ARGS__);            \
-        return false;                                                             \
-    } while (0)
-
 static bool create_own(struct worker *w, int k)
 {
-    struct vidmm_alloc_desc d = { .size_of = sizeof d };
-    d.size = ASIZE;
-    d.flags = VIDMM_ALLOC_CPU_VISIBLE;
-    d.priority = VIDMM_PRIORITY_NORMAL;
-    d.supported_read_set = d.supported_write_set = 0x3;
-    d.preferred_segment = 1;
-    d.fill_pattern = 0x01010101u * (uint32_t)(w->index * OWN + k + 1);
-    int err = vidmm_alloc_create(w->sh->dev, &d, &w->h[k]);
-    if (err)
-        FAIL(w, "create: %s", vidmm_strerror(err));
-    memset(w->want[k], (int)(d.fill_pattern & 0xFF), ASIZE);
-    return true;
+    return t_own_create(w->sh->dev, ASIZE, (uint8_t)(w->index * OWN + k + 1), &w->h[k], w->want[k],
+                        w->failure);
 }
 
 static bool check_own(struct worker *w, int k)
 {
-    struct vidmm_lock_args la = { w->h[k], 0, 0, NULL, VIDMM_LOCK_READ_ONLY, 0, NULL };
-    int err = vidmm_lock(w->sh->dev, &la);
-    if (err)
-        FAIL(w, "check lock: %s", vidmm_strerror(err));
-    ptrdiff_t d = t_find_diff(la.data, w->want[k], ASIZE);
-    err = vidmm_unlock(w->sh->dev, 1, &w->h[k]);
-    if (d >= 0)
-        FAIL(w, "thread %d allocation %d: content lost at byte %td", w->index, k, d);
-    if (err)
-        FAIL(w, "check unlock: %s", vidmm_strerror(err));
-    return true;
+    return t_own_check(w->sh->dev, w->h[k], w->want[k], ASIZE, w->index, k, w->failure);
 }
 
 static bool one_op(struct worker *w)
@@ -98,37 +72,37 @@ static bool one_op(struct worker *w)
         if (err == VIDMM_E_NO_VIDEO_MEMORY)
             return true; /* every other thread holds the segment busy: legitimate */
         if (err)
-            FAIL(w, "submit: %s", vidmm_strerror(err));
+            T_FAIL(w, "submit: %s", vidmm_strerror(err));
         size_t off = t_rng_below(&w->rng, ASIZE - 4096);
         t_rng_bytes(&w->rng, w->want[k] + off, 4096);
         memcpy((unsigned char *)where[0].cpu + off, w->want[k] + off, 4096);
         if ((err = vidmm_fence_signal(dev, fence)) != 0)
-            FAIL(w, "signal: %s", vidmm_strerror(err));
+            T_FAIL(w, "signal: %s", vidmm_strerror(err));
     } else if (r < 60) {
         struct vidmm_lock_args la = { w->h[k], 0, 0, NULL, 0, 0, NULL };
         if ((err = vidmm_lock(dev, &la)) != 0)
-            FAIL(w, "lock: %s", vidmm_strerror(err));
+            T_FAIL(w, "lock: %s", vidmm_strerror(err));
         size_t off = t_rng_below(&w->rng, ASIZE - 512);
         t_rng_bytes(&w->rng, w->want[k] + off, 512);
         memcpy((unsigned char *)la.data + off, w->want[k] + off, 512);
         if ((err = vidmm_unlock(dev, 1, &w->h[k])) != 0)
-            FAIL(w, "unlock: %s", vidmm_strerror(err));
+            T_FAIL(w, "unlock: %s", vidmm_strerror(err));
     } else if (r < 72) {
         err = vidmm_evict(dev, &w->h[k], 1);
         if (err && err != VIDMM_E_BUSY)
-            FAIL(w, "evict: %s", vidmm_strerror(err));
+            T_FAIL(w, "evict: %s", vidmm_strerror(err));
     } else if (r < 80) {
         if ((err = vidmm_alloc_destroy(dev, w->h[k])) != 0)
-            FAIL(w, "destroy: %s", vidmm_strerror(err));
+            T_FAIL(w, "destroy: %s", vidmm_strerror(err));
         return create_own(w, k);
     } else if (r < 86) {
         uint32_t p = VIDMM_PRIORITY_LOW + (uint32_t)t_rng_below(&w->rng, 3) * 0x28000000u;
         if ((err = vidmm_set_priority(dev, &w->h[k], &p, 1)) != 0)
-            FAIL(w, "priority: %s", vidmm_strerror(err));
+            T_FAIL(w, "priority: %s", vidmm_strerror(err));
     } else {
         struct vidmm_alloc_info info = { .size_of = sizeof info };
         if ((err = vidmm_alloc_query(dev, w->h[k], &info)) != 0)
-            FAIL(w, "query: %s", vidmm_strerror(err));
+            T_FAIL(w, "query: %s", vidmm_strerror(err));
     }
     return check_own(w, k);
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "t_helpers.h"
+#include "t_threads.h"
 
 #define N_OTHERS 4
 #define OWN 3
@@ -51,7 +52,7 @@ struct thread {
     int index;
     struct shared *sh;
     struct t_rng rng;
-    char failure[256];
+    char failure[T_FAILURE_MAX];
     unsigned long ops;
     /* the locker */
     unsigned char *lin;         /* what the big allocation's packed linear bytes must be */
@@ -61,13 +62,6 @@ struct thread {
     unsigned long big_busy;     /* evictions of the big allocation refused as busy; the locker:
                                    locks that found no room */
 };
-
-#define FAIL(t, ...)                                                              \
-    do {                                                                          \
-        if ((t)->failure[0] == '\0')                                              \
-            snprintf((t)->failure, sizeof((t)->failure), __VA_ARGS__);            \
-        return false;                                                             \
-    } while (0)
 
 /* ---------------------------------------------------------------------------------------------
  * The locker.
@@ -110,21 +104,21 @@ static bool locker_one(struct thread *t, int i, bool *done)
         return true;
     }
     if (err)
-        FAIL(t, "lock %d (kind %d): %s", i, kind, vidmm_strerror(err));
+        T_FAIL(t, "lock %d (kind %d): %s", i, kind, vidmm_strerror(err));
     *done = true;
     unsigned char *p = la.data;
     /* What the part shows: its rows against the model. */
     if (kind == 0) {
         ptrdiff_t d = t_find_diff(p, t->lin, (size_t)sh->linear_size);
         if (d >= 0)
-            FAIL(t, "lock %d: the whole view differs at byte %td", i, d);
+            T_FAIL(t, "lock %d: the whole view differs at byte %td", i, d);
     } else if (kind == 1) {
         for (uint32_t y = 0; y < rg.box.height; y++)
             if (t_find_diff(p + y * rg.row_pitch, t->lin + rg.offset + y * rg.row_pitch, rg.box.width * e) >= 0)
-                FAIL(t, "lock %d: row %u of the box differs", i, y);
+                T_FAIL(t, "lock %d: row %u of the box differs", i, y);
     } else {
         if (t_find_diff(p, t->lin + rg.offset, (size_t)rg.slice_pitch) >= 0)
-            FAIL(t, "lock %d: mip 1 differs", i);
+            T_FAIL(t, "lock %d: mip 1 differs", i);
     }
     /* Writes: a few rows of the part (for a box, within its columns). */
     const uint32_t rows = kind == 1 ? rg.box.height : (uint32_t)(kind == 0 ? SURF_H : SURF_H / 2);
@@ -138,7 +132,7 @@ static bool locker_one(struct thread *t, int i, bool *done)
         memcpy(p + off + x, t->lin + rg.offset + off + x, n);
     }
     if ((err = vidmm_unlock(dev, 1, &sh->big)) != 0)
-        FAIL(t, "unlock %d: %s", i, vidmm_strerror(err));
+        T_FAIL(t, "unlock %d: %s", i, vidmm_strerror(err));
     if (i % 4 == 3) {
         /* The GPU reads it between locks. */
         struct vidmm_alloc_ref ref = { sh->big, 0 };
@@ -147,9 +141,9 @@ static bool locker_one(struct thread *t, int i, bool *done)
         if (err == VIDMM_E_NO_VIDEO_MEMORY || err == VIDMM_E_CANT_EVICT_PINNED)
             return true; /* the others hold the segment: legitimate */
         if (err)
-            FAIL(t, "submit %d: %s", i, vidmm_strerror(err));
+            T_FAIL(t, "submit %d: %s", i, vidmm_strerror(err));
         if ((err = vidmm_fence_signal(dev, fence)) != 0)
-            FAIL(t, "signal: %s", vidmm_strerror(err));
+            T_FAIL(t, "signal: %s", vidmm_strerror(err));
     }
     return true;
 }
@@ -176,33 +170,13 @@ static void *locker_main(void *arg)
  * ------------------------------------------------------------------------------------------- */
 static bool create_own(struct thread *t, int k)
 {
-    struct vidmm_alloc_desc d = { .size_of = sizeof d };
-    d.size = ASIZE;
-    d.flags = VIDMM_ALLOC_CPU_VISIBLE;
-    d.priority = VIDMM_PRIORITY_NORMAL;
-    d.supported_read_set = d.supported_write_set = 0x3;
-    d.preferred_segment = 1;
-    d.fill_pattern = 0x01010101u * (uint32_t)(t->index * OWN + k + 1);
-    int err = vidmm_alloc_create(t->sh->dev, &d, &t->h[k]);
-    if (err)
-        FAIL(t, "create: %s", vidmm_strerror(err));
-    memset(t->want[k], (int)(d.fill_pattern & 0xFF), ASIZE);
-    return true;
+    return t_own_create(t->sh->dev, ASIZE, (uint8_t)(t->index * OWN + k + 1), &t->h[k], t->want[k],
+                        t->failure);
 }
 
 static bool check_own(struct thread *t, int k)
 {
-    struct vidmm_lock_args la = { t->h[k], 0, 0, NULL, VIDMM_LOCK_READ_ONLY, 0, NULL };
-    int err = vidmm_lock(t->sh->dev, &la);
-    if (err)
-        FAIL(t, "check lock: %s", vidmm_strerror(err));
-    ptrdiff_t d = t_find_diff(la.data, t->want[k], ASIZE);
-    err = vidmm_unlock(t->sh->dev, 1, &t->h[k]);
-    if (d >= 0)
-        FAIL(t, "thread %d allocation %d: content lost at byte %td", t->index, k, d);
-    if (err)
-        FAIL(t, "check unlock: %s", vidmm_strerror(err));
-    return true;
+    return t_own_check(t->sh->dev, t->h[k], t->want[k], ASIZE, t->index, k, t->failure);
 }
 
 static bool other_one(struct thread *t)
@@ -219,28 +193,28 @@ static bool other_one(struct thread *t)
         if (err == VIDMM_E_NO_VIDEO_MEMORY || err == VIDMM_E_CANT_EVICT_PINNED)
             return true; /* locked allocations (the big one among them) fill the segments */
         if (err)
-            FAIL(t, "submit: %s", vidmm_strerror(err));
+            T_FAIL(t, "submit: %s", vidmm_strerror(err));
         size_t off = t_rng_below(&t->rng, ASIZE - 4096);
         t_rng_bytes(&t->rng, t->want[k] + off, 4096);
         memcpy((unsigned char *)where.cpu + off, t->want[k] + off, 4096);
         if ((err = vidmm_fence_signal(dev, fence)) != 0)
-            FAIL(t, "signal: %s", vidmm_strerror(err));
+            T_FAIL(t, "signal: %s", vidmm_strerror(err));
     } else if (r < 55) {
         struct vidmm_lock_args la = { t->h[k], 0, 0, NULL, 0, 0, NULL };
         if ((err = vidmm_lock(dev, &la)) != 0)
-            FAIL(t, "lock: %s", vidmm_strerror(err));
+            T_FAIL(t, "lock: %s", vidmm_strerror(err));
         size_t off = t_rng_below(&t->rng, ASIZE - 512);
         t_rng_bytes(&t->rng, t->want[k] + off, 512);
         memcpy((unsigned char *)la.data + off, t->want[k] + off, 512);
         if ((err = vidmm_unlock(dev, 1, &t->h[k])) != 0)
-            FAIL(t, "unlock: %s", vidmm_strerror(err));
+            T_FAIL(t, "unlock: %s", vidmm_strerror(err));
     } else if (r < 67) {
         err = vidmm_evict(dev, &t->h[k], 1);
         if (err && err != VIDMM_E_BUSY)
-            FAIL(t, "evict: %s", vidmm_strerror(err));
+            T_FAIL(t, "evict: %s", vidmm_strerror(err));
     } else if (r < 75) {
         if ((err = vidmm_alloc_destroy(dev, t->h[k])) != 0)
-            FAIL(t, "destroy: %s", vidmm_strerror(err));
+            T_FAIL(t, "destroy: %s", vidmm_strerror(err));
         return create_own(t, k);
     } else if (r < 85 && t->index == 0) {
         /* The big allocation, from outside its locks: evicting it is refused while it is locked
@@ -249,17 +223,17 @@ static bool other_one(struct thread *t)
         if (err == VIDMM_E_BUSY)
             t->big_busy++;
         else if (err)
-            FAIL(t, "evict of the big allocation: %s", vidmm_strerror(err));
+            T_FAIL(t, "evict of the big allocation: %s", vidmm_strerror(err));
     } else if (r < 92 && t->index == 1) {
         /* A read of a few tiled bytes of the big allocation (the caller acting as the GPU): it
          * waits for a conversion in progress; the bytes are not checked (the locker owns them). */
         unsigned char buf[256];
         if ((err = vidmm_gpu_access(dev, t->sh->big, 4096, buf, sizeof buf, false)) != 0)
-            FAIL(t, "gpu_access of the big allocation: %s", vidmm_strerror(err));
+            T_FAIL(t, "gpu_access of the big allocation: %s", vidmm_strerror(err));
     } else {
         struct vidmm_alloc_info info = { .size_of = sizeof info };
         if ((err = vidmm_alloc_query(dev, t->sh->big, &info)) != 0)
-            FAIL(t, "query: %s", vidmm_strerror(err));
+            T_FAIL(t, "query: %s", vidmm_strerror(err));
     }
     return check_own(t, k);
 }

@@ -23,7 +23,9 @@
  * PitchAlignment segment, a 64 KB-page aperture with a commit limit, an adapter aperture limit;
  * bit 4: the disk tier's I/O on its thread pool instead of in the calling thread),
  * then one operation per 4 bytes (opcode, then three
- * argument bytes); missing bytes read as 0. Rules cited are shared/spec/wddm-vidmm.md's. */
+ * argument bytes); missing bytes read as 0. Rules cited are shared/spec/wddm-vidmm.md's.
+ * Byte 0 = 0xFF (W2_MARK, a shape no WDDM1 input of the corpus has) selects a WDDM2 device and
+ * WDDM2 operation sequences instead: see "WDDM2 operation sequences" below. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdint.h>
@@ -820,10 +822,1167 @@ static void op_misc(struct fz *f, uint8_t a, uint8_t b)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * WDDM2 operation sequences (input byte 0 = W2_MARK; include/vidmm/wddm2.h).
+ *
+ * Byte 1 is the WDDM2 shape: bit 0 a paging thread; bits 1-2 the power flags of the two
+ * memory segments (none; standby-preserved / all-preserved; standby-preserved + partially
+ * preserved in hibernate / none; all preserved); bits 3-4 the number of processes, 1 + (x % 3),
+ * each with its VA space. Then one operation per 4 bytes, as above. The device has budget
+ * groups: segment 1 (512 KiB of CPU-visible memory) and 2 (256 KiB the CPU cannot see) LOCAL,
+ * segment 3 (a 512 KiB aperture) NON_LOCAL. The GPU is the fuzzer: a va_submit's writes go through
+ * vidmm_va_translate()'s host pointers at once, and its fence is signalled in the same step,
+ * so that the GPU is idle between steps (power transitions need it; Lock2 does not wait for
+ * fences, spec 6.6). The model holds, per allocation, its content, residency references,
+ * charged budget group, offer state and Lock2 count; per process its budgets, reservations,
+ * VA reservations and mappings. After every step (paging drained first):
+ *   - every allocation's query: lock count, residency references and status, placement inside
+ *     its supported set, no overlaps;
+ *   - content byte for byte (vidmm_gpu_access reads), also through every Lock2 pointer, and
+ *     through every mapped GPU VA's translation - except offered allocations, whose content may
+ *     go: their reclaim must report OK with the content intact, or DISCARDED / NOT_COMMITTED
+ *     only after the engine issued a DISCARD_CONTENT for them (the paging log), and then the
+ *     content reads as VIDMM_DISCARDED_PATTERN;
+ *   - every mapping translates to its allocation's segment + offset, or NOT_AVAILABLE when
+ *     the allocation is not resident;
+ *   - every process's budget, usage (the model's sum of its resident-listed allocations),
+ *     reservation and AvailableForReservation per group.
+ * Return codes are the model's wherever a rule decides them (refcounts, budgets and
+ * NumBytesToTrim, GPU page faults, offers, Lock2 placement rules, update-property moves). */
+#define W2_MARK 0xFFu
+#define W2_ALLOCS 8
+#define W2_PROCS 3
+#define W2_RES 4
+#define W2_MAPS 16
+#define W2_PROC_ID(k) (7u + (uint32_t)(k))
+#define W2_VA_FIXED 0x10000000000ull /* explicit reservations go above this */
+
+static const uint32_t w2_sets[7] = { 0x1, 0x3, 0x5, 0x7, 0x4, 0x6, 0x2 };
+
+struct w2a {
+    bool live;
+    vidmm_handle h;
+    uint32_t proc;              /* index of the creating process */
+    bool shared;
+    uint64_t size;
+    uint32_t flags, set, pref;
+    unsigned char *bytes;
+    uint32_t refs;              /* residency references */
+    int group;                  /* the budget group charged while refs > 0, -1 none */
+    bool offered, decommit_asked, discard_seen;
+    uint32_t locks;
+    unsigned char *lock_ptr;
+};
+
+struct w2res {
+    bool live;
+    uint64_t va, size;
+};
+
+struct w2map {
+    bool live;
+    uint32_t proc;
+    uint64_t va, size, off;
+    int ai;
+};
+
+struct w2 {
+    uint32_t nprocs;
+    vidmm_va_space *sp[W2_PROCS];
+    uint64_t budget[W2_PROCS][2], resv[W2_PROCS][2];
+    struct w2res res[W2_PROCS][W2_RES];
+    struct w2map map[W2_MAPS];
+    struct w2a a[W2_ALLOCS];
+    uint64_t group_max[2];
+    struct vidmm_segment_desc segs[3];
+};
+
+static int w2_seg_group(uint32_t seg)
+{
+    return seg == 3 ? 1 : 0; /* 1, 2 LOCAL; 3 NON_LOCAL */
+}
+
+static bool w2_placed(const struct vidmm_alloc_info *q)
+{
+    return q->where == VIDMM_WHERE_SEGMENT || q->where == VIDMM_WHERE_APERTURE;
+}
+
+static void w2_query(struct fz *f, const struct w2a *x, struct vidmm_alloc_info *q)
+{
+    memset(q, 0, sizeof *q);
+    q->size_of = sizeof *q;
+    int rc = vidmm_alloc_query(f->dev, x->h, q);
+    CHECK(rc == 0, "query of 0x%x: %s", x->h, vidmm_strerror(rc));
+}
+
+static struct w2a *w2_pick(struct w2 *w, uint8_t b)
+{
+    for (int k = 0; k < W2_ALLOCS; k++) {
+        struct w2a *x = &w->a[(b + k) % W2_ALLOCS];
+        if (x->live)
+            return x;
+    }
+    return NULL;
+}
+
+/* Every paging operation issued so far has run (walking up from the completed fence until a
+ * wait is refused: the last issued fence is not public). */
+static void w2_drain(struct fz *f)
+{
+    uint64_t pf = vidmm_wddm2_paging_fence_completed(f->dev);
+    while (vidmm_wddm2_paging_fence_wait(f->dev, pf + 1, UINT64_MAX) == 0)
+        pf++;
+}
+
+/* The paging log since the last look: a DISCARD_CONTENT of an offered allocation is what may
+ * make its reclaim say DISCARDED. */
+static void w2_read_log(struct fz *f, struct w2 *w)
+{
+    struct vidmm_paging_op ops[64];
+    size_t n;
+    while ((n = vidmm_paging_log_read(f->dev, ops, 64)) > 0)
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; ops[i].type == VIDMM_PAGING_DISCARD_CONTENT && k < W2_ALLOCS; k++)
+                if (w->a[k].live && w->a[k].h == ops[i].allocation && w->a[k].offered)
+                    w->a[k].discard_seen = true;
+}
+
+static uint64_t w2_usage(const struct w2 *w, uint32_t p, int g)
+{
+    uint64_t u = 0;
+    for (int k = 0; k < W2_ALLOCS; k++)
+        if (w->a[k].live && w->a[k].proc == p && w->a[k].refs && w->a[k].group == g)
+            u += w->a[k].size;
+    return u;
+}
+
+static uint64_t w2_available(const struct w2 *w, uint32_t p, int g)
+{
+    uint64_t others = 0;
+    for (uint32_t k = 0; k < w->nprocs; k++)
+        if (k != p)
+            others += w->resv[k][g];
+    return others >= w->group_max[g] ? 0 : w->group_max[g] - others;
+}
+
+/* The group a make-resident charges: the segment it is in, else its placement order's first
+ * (the preferred segment when in the set, then ascending ID). */
+static int w2_charge_group(struct fz *f, const struct w2a *x)
+{
+    struct vidmm_alloc_info q;
+    w2_query(f, x, &q);
+    if (w2_placed(&q))
+        return w2_seg_group(q.segment_id);
+    if (x->pref && (x->set >> (x->pref - 1)) & 1)
+        return w2_seg_group(x->pref);
+    for (uint32_t id = 1; id <= 3; id++)
+        if ((x->set >> (id - 1)) & 1)
+            return w2_seg_group(id);
+    return -1;
+}
+
+static void w2_forget_maps(struct w2 *w, int ai)
+{
+    for (int m = 0; m < W2_MAPS; m++)
+        if (w->map[m].live && w->map[m].ai == ai)
+            w->map[m].live = false;
+}
+
+static void w2_check_bytes(const unsigned char *got, const unsigned char *want, uint64_t n, vidmm_handle h,
+                           const char *what)
+{
+    if (memcmp(got, want, (size_t)n) != 0)
+        for (uint64_t b = 0; b < n; b++)
+            CHECK(got[b] == want[b], "0x%x (%s): byte %llu is 0x%02x, model 0x%02x", h, what, (unsigned long long)b,
+                  got[b], want[b]);
+}
+
+/* A mapped page: where it translates to, against the allocation's placement and content. */
+static void w2_check_translation(struct fz *f, struct w2 *w, const struct w2map *m, uint64_t page)
+{
+    const struct w2a *x = &w->a[m->ai];
+    struct vidmm_alloc_info q;
+    w2_query(f, x, &q);
+    struct vidmm_va_translation t;
+    memset(&t, 0, sizeof t);
+    const uint64_t va = m->va + page * PG, aoff = m->off + page * PG;
+    int rc = vidmm_va_translate(w->sp[m->proc], va + 100, &t);
+    if (!w2_placed(&q)) {
+        CHECK(rc == VIDMM_E_NOT_AVAILABLE, "translate of 0x%llx (0x%x, where %u): %s", (unsigned long long)va, x->h,
+              q.where, vidmm_strerror(rc));
+        return;
+    }
+    CHECK(rc == 0, "translate of 0x%llx (0x%x at %u:0x%llx): %s", (unsigned long long)va, x->h, q.segment_id,
+          (unsigned long long)q.offset, vidmm_strerror(rc));
+    CHECK(t.segment_id == q.segment_id && t.offset == q.offset + aoff + 100 && t.cpu,
+          "0x%llx translates to %u:0x%llx, 0x%x is at %u:0x%llx (+0x%llx)", (unsigned long long)va, t.segment_id,
+          (unsigned long long)t.offset, x->h, q.segment_id, (unsigned long long)q.offset,
+          (unsigned long long)aoff + 100);
+    if (!x->offered)
+        w2_check_bytes((const unsigned char *)t.cpu - 100, x->bytes + aoff, PG, x->h, "through its GPU VA");
+}
+
+static void w2_check(struct fz *f, struct w2 *w)
+{
+    if (f->removed)
+        return;
+    w2_drain(f);
+    w2_read_log(f, w);
+    struct placed pl[W2_ALLOCS];
+    int np = 0;
+    for (int i = 0; i < W2_ALLOCS; i++) {
+        struct w2a *x = &w->a[i];
+        if (!x->live)
+            continue;
+        struct vidmm_alloc_info q;
+        w2_query(f, x, &q);
+        CHECK(q.lock_count == x->locks, "0x%x: lock count %u, model %u", x->h, q.lock_count, x->locks);
+        uint32_t st = 0, refs = 0;
+        int rc = vidmm_wddm2_query_residency(f->dev, &x->h, 1, &st, &refs);
+        CHECK(rc == 0, "query_residency: %s", vidmm_strerror(rc));
+        CHECK(refs == x->refs, "0x%x: %u residency references, model %u", x->h, refs, x->refs);
+        const uint32_t want_st = q.where == VIDMM_WHERE_SEGMENT ? VIDMM_RESIDENCY_IN_GPU_MEMORY
+                               : q.where == VIDMM_WHERE_APERTURE ? VIDMM_RESIDENCY_IN_SHARED_MEMORY
+                                                                 : VIDMM_RESIDENCY_NOT_RESIDENT;
+        CHECK(st == want_st, "0x%x: residency status %u, where %u", x->h, st, q.where);
+        if (w2_placed(&q)) {
+            CHECK(q.segment_id >= 1 && q.segment_id <= 3 && ((x->set >> (q.segment_id - 1)) & 1),
+                  "0x%x in segment %u outside its set 0x%x", x->h, q.segment_id, x->set);
+            CHECK(q.offset + q.size <= w->segs[q.segment_id - 1].size, "0x%x past its segment's end", x->h);
+            pl[np++] = (struct placed){ q.segment_id, q.offset, q.size, x->h };
+        }
+        if (x->offered)
+            continue;
+        static unsigned char buf[32 * PG];
+        rc = vidmm_gpu_access(f->dev, x->h, 0, buf, x->size, false);
+        CHECK(rc == 0, "gpu_access read of 0x%x: %s", x->h, vidmm_strerror(rc));
+        w2_check_bytes(buf, x->bytes, x->size, x->h, "content");
+        if (x->locks)
+            w2_check_bytes(x->lock_ptr, x->bytes, x->size, x->h, "through its Lock2 pointer");
+    }
+    for (int a = 0; a < np; a++)
+        for (int b = a + 1; b < np; b++)
+            CHECK(pl[a].seg != pl[b].seg || pl[a].off + pl[a].len <= pl[b].off || pl[b].off + pl[b].len <= pl[a].off,
+                  "0x%x and 0x%x overlap in segment %u", pl[a].h, pl[b].h, pl[a].seg);
+    for (int m = 0; m < W2_MAPS; m++) {
+        if (!w->map[m].live)
+            continue;
+        w2_check_translation(f, w, &w->map[m], 0);
+        if (w->map[m].size > PG)
+            w2_check_translation(f, w, &w->map[m], w->map[m].size / PG - 1);
+    }
+    for (uint32_t p = 0; p < w->nprocs; p++)
+        for (int g = 0; g < 2; g++) {
+            struct vidmm_video_memory_info vi = { .size_of = sizeof vi };
+            int rc = vidmm_wddm2_query_video_memory(f->dev, W2_PROC_ID(p), (uint32_t)g, &vi);
+            CHECK(rc == 0, "query_video_memory: %s", vidmm_strerror(rc));
+            CHECK(vi.current_usage == w2_usage(w, p, g) && vi.budget == w->budget[p][g] &&
+                      vi.current_reservation == w->resv[p][g] && vi.available_for_reservation == w2_available(w, p, g),
+                  "process %u group %d: usage %llu budget %llu reservation %llu available %llu, model %llu %llu %llu "
+                  "%llu",
+                  p, g, (unsigned long long)vi.current_usage, (unsigned long long)vi.budget,
+                  (unsigned long long)vi.current_reservation, (unsigned long long)vi.available_for_reservation,
+                  (unsigned long long)w2_usage(w, p, g), (unsigned long long)w->budget[p][g],
+                  (unsigned long long)w->resv[p][g], (unsigned long long)w2_available(w, p, g));
+        }
+}
+
+/* The device was removed (a GPU page fault, a failed MUST_SUCCEED): every later call says so,
+ * every lock ended. The run ends there. */
+static void w2_removed(struct fz *f, struct w2 *w)
+{
+    f->removed = true;
+    for (int i = 0; i < W2_ALLOCS; i++)
+        w->a[i].locks = 0;
+    struct w2a *x = w2_pick(w, 0);
+    if (!x)
+        return;
+    void *p = NULL;
+    int rc = vidmm_wddm2_lock2(f->dev, W2_PROC_ID(x->proc), x->h, 0, &p);
+    CHECK(rc == VIDMM_E_DEVICE_REMOVED, "lock2 after removal: %s", vidmm_strerror(rc));
+    struct vidmm_make_resident_args mr = { .size_of = sizeof mr, .allocations = &x->h, .count = 1 };
+    rc = vidmm_wddm2_make_resident(f->dev, &mr);
+    CHECK(rc == VIDMM_E_DEVICE_REMOVED, "make_resident after removal: %s", vidmm_strerror(rc));
+}
+
+static void w2_create(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    struct w2a *x = NULL;
+    for (int k = 0; k < W2_ALLOCS && !x; k++)
+        if (!w->a[k].live)
+            x = &w->a[k];
+    if (!x)
+        return;
+    struct vidmm_alloc_desc d = { .size_of = sizeof d };
+    d.size = (uint64_t)(a % 32 + 1) * PG;
+    d.priority = VIDMM_PRIORITY_LOW + (uint32_t)(c % 4) * 0x20000000u;
+    d.flags = (c & 3) ? VIDMM_ALLOC_CPU_VISIBLE : 0;
+    if ((c & 0xC) == 0xC && (c & 3))
+        d.flags |= VIDMM_ALLOC_CACHED; /* CPU_VISIBLE only (spec 15.2) */
+    d.fill_pattern = 0x01010101u * (uint32_t)(a | 1);
+    const uint32_t proc = (uint32_t)(b % w->nprocs);
+    d.process = W2_PROC_ID(proc);
+    d.kind = (c & 0x30) == 0x30 ? VIDMM_ALLOC_KIND_SHARED : 0;
+    const uint32_t set = w2_sets[(b >> 2) % 7];
+    d.supported_read_set = d.supported_write_set = set;
+    uint32_t pref = 0;
+    if (c & 0x40)
+        for (uint32_t id = 1; id <= 3; id++)
+            if ((set >> (id - 1)) & 1)
+                pref = id; /* the highest of the set: not the ascending order's first */
+    d.preferred_segment = pref;
+    const bool bad = (b >> 5) == 7; /* renaming: a WDDM1 mechanism, refused */
+    if (bad)
+        d.max_renaming = 2;
+    vidmm_handle h = 0xDEADBEEFu;
+    int rc = vidmm_alloc_create(f->dev, &d, &h);
+    if (bad) {
+        CHECK(rc == VIDMM_E_INVALID_ARG && h == 0xDEADBEEFu, "create with renaming on WDDM2: %s", vidmm_strerror(rc));
+        return;
+    }
+    CHECK(rc == 0, "create of %llu bytes, flags 0x%x set 0x%x: %s", (unsigned long long)d.size, d.flags, set,
+          vidmm_strerror(rc));
+    memset(x, 0, sizeof *x);
+    x->live = true;
+    x->h = h;
+    x->proc = proc;
+    x->shared = d.kind != 0;
+    x->size = d.size;
+    x->flags = d.flags;
+    x->set = set;
+    x->pref = pref;
+    x->group = -1;
+    x->bytes = malloc(d.size);
+    for (uint64_t i = 0; i < d.size; i++)
+        x->bytes[i] = (unsigned char)(d.fill_pattern >> (8 * (i & 3)));
+}
+
+static void w2_destroy(struct fz *f, struct w2 *w, uint8_t a)
+{
+    struct w2a *x = w2_pick(w, a);
+    if (!x)
+        return;
+    int rc = vidmm_alloc_destroy(f->dev, x->h);
+    CHECK(rc == 0, "destroy of 0x%x: %s", x->h, vidmm_strerror(rc));
+    w2_forget_maps(w, (int)(x - w->a));
+    free(x->bytes);
+    memset(x, 0, sizeof *x);
+}
+
+/* Reservations and mappings: a, b, c choose; the model says which calls are refused. */
+static void w2_va(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    const uint32_t p = (uint32_t)(a % w->nprocs);
+    vidmm_va_space *sp = w->sp[p];
+    struct w2res *r = &w->res[p][(a >> 2) % W2_RES];
+    switch (c % 4) {
+    case 0: { /* reserve */
+        if (r->live)
+            break;
+        uint64_t size = (uint64_t)(b % 16 + 1) * PG + ((c & 0x80) ? 100 : 0);
+        uint64_t base = (b & 0x10) ? W2_VA_FIXED + (uint64_t)(b >> 5) * 0x10000u : 0;
+        bool overlap = false;
+        for (int k = 0; k < W2_RES && base; k++) {
+            const struct w2res *o = &w->res[p][k];
+            overlap |= o->live && base < o->va + o->size && o->va < base + size;
+        }
+        uint64_t va = 0x1234;
+        int rc = vidmm_va_reserve(sp, base, size, &va);
+        if ((c & 0x80) || overlap) {
+            CHECK(rc == VIDMM_E_INVALID_ARG && va == 0x1234, "reserve of 0x%llx at 0x%llx (overlap %d): %s",
+                  (unsigned long long)size, (unsigned long long)base, overlap, vidmm_strerror(rc));
+            break;
+        }
+        CHECK(rc == 0, "reserve of 0x%llx at 0x%llx: %s", (unsigned long long)size, (unsigned long long)base,
+              vidmm_strerror(rc));
+        CHECK(base ? va == base : va && va % VIDMM_VA_RESERVE_ALIGN == 0, "reserved at 0x%llx", (unsigned long long)va);
+        for (int k = 0; k < W2_RES; k++) {
+            const struct w2res *o = &w->res[p][k];
+            CHECK(!o->live || va + size <= o->va || o->va + o->size <= va, "reservation 0x%llx overlaps 0x%llx",
+                  (unsigned long long)va, (unsigned long long)o->va);
+        }
+        *r = (struct w2res){ true, va, size };
+        break;
+    }
+    case 1: { /* free (or a VA where no reservation starts) */
+        if (!r->live)
+            break;
+        const bool bad = (b & 7) == 0;
+        int rc = vidmm_va_free(sp, r->va + (bad ? PG : 0));
+        if (bad && r->size > PG) {
+            CHECK(rc == VIDMM_E_INVALID_ARG, "free inside a reservation: %s", vidmm_strerror(rc));
+            break;
+        }
+        if (bad) { /* one page: va + PG may start another reservation */
+            bool starts = false;
+            for (int k = 0; k < W2_RES; k++)
+                starts |= w->res[p][k].live && w->res[p][k].va == r->va + PG;
+            CHECK(rc == (starts ? 0 : VIDMM_E_INVALID_ARG), "free at 0x%llx: %s", (unsigned long long)r->va + PG,
+                  vidmm_strerror(rc));
+            if (starts)
+                for (int k = 0; k < W2_RES; k++)
+                    if (w->res[p][k].live && w->res[p][k].va == r->va + PG)
+                        r = &w->res[p][k];
+            if (!starts)
+                break;
+        } else {
+            CHECK(rc == 0, "free of 0x%llx: %s", (unsigned long long)r->va, vidmm_strerror(rc));
+        }
+        for (int m = 0; m < W2_MAPS; m++)
+            if (w->map[m].live && w->map[m].proc == p && w->map[m].va >= r->va && w->map[m].va < r->va + r->size)
+                w->map[m].live = false;
+        r->live = false;
+        break;
+    }
+    case 2: { /* map: mostly an allocation the space's process may map */
+        struct w2a *x = NULL;
+        for (int k = 0; k < W2_ALLOCS && !x && !(c & 0x80); k++) {
+            struct w2a *y = &w->a[(b + k) % W2_ALLOCS];
+            if (y->live && (y->proc == p || y->shared))
+                x = y;
+        }
+        if (!x)
+            x = w2_pick(w, b);
+        struct w2map *m = NULL;
+        for (int k = 0; k < W2_MAPS && !m; k++)
+            if (!w->map[k].live)
+                m = &w->map[k];
+        if (!r->live && x && m) { /* a reservation first, where the engine puts it */
+            uint64_t va = 0;
+            int rc = vidmm_va_reserve(sp, 0, 16 * PG, &va);
+            CHECK(rc == 0 && va && va % VIDMM_VA_RESERVE_ALIGN == 0, "reserve of 16 pages: %s at 0x%llx",
+                  vidmm_strerror(rc), (unsigned long long)va);
+            for (int k = 0; k < W2_RES; k++) {
+                const struct w2res *o = &w->res[p][k];
+                CHECK(!o->live || va + 16 * PG <= o->va || o->va + o->size <= va,
+                      "reservation 0x%llx overlaps 0x%llx", (unsigned long long)va, (unsigned long long)o->va);
+            }
+            *r = (struct w2res){ true, va, 16 * PG };
+        }
+        if (!r->live || !x || !m)
+            break;
+        const uint64_t pages = r->size / PG;
+        const uint64_t at = r->va + (uint64_t)(b % pages) * PG;
+        uint64_t size = (uint64_t)((c >> 2) % 8 + 1) * PG;
+        uint64_t off = (uint64_t)((c >> 5) % 4) * PG;
+        if (!(c & 0x80)) { /* mostly inside the allocation; now and then past its end */
+            off = off < x->size ? off : 0;
+            size = size < x->size - off ? size : x->size - off;
+        }
+        bool ok = at + size <= r->va + r->size && off + size <= x->size && (x->proc == p || x->shared);
+        for (int k = 0; k < W2_MAPS; k++) {
+            const struct w2map *o = &w->map[k];
+            ok &= !(o->live && o->proc == p && at < o->va + o->size && o->va < at + size);
+        }
+        int rc = vidmm_va_map(sp, at, x->h, off, size);
+        CHECK(rc == (ok ? 0 : VIDMM_E_INVALID_ARG), "map of 0x%x+0x%llx at 0x%llx (0x%llx bytes): %s, model %s", x->h,
+              (unsigned long long)off, (unsigned long long)at, (unsigned long long)size, vidmm_strerror(rc),
+              ok ? "ok" : "refused");
+        if (ok)
+            *m = (struct w2map){ true, p, at, size, off, (int)(x - w->a) };
+        break;
+    }
+    default: { /* unmap [va, va + size) of a reservation: at least one mapping, none straddling */
+        if (!r->live)
+            break;
+        const uint64_t pages = r->size / PG;
+        const uint64_t at = r->va + (uint64_t)(b % pages) * PG;
+        const uint64_t size = (uint64_t)((b >> 4) % 8 + 1) * PG;
+        int inside = 0;
+        bool straddle = false;
+        for (int k = 0; k < W2_MAPS; k++) {
+            const struct w2map *o = &w->map[k];
+            if (!o->live || o->proc != p || o->va + o->size <= at || at + size <= o->va)
+                continue;
+            if (o->va >= at && o->va + o->size <= at + size)
+                inside++;
+            else
+                straddle = true;
+        }
+        const bool ok = inside && !straddle;
+        int rc = vidmm_va_unmap(sp, at, size);
+        CHECK(rc == (ok ? 0 : VIDMM_E_INVALID_ARG), "unmap of 0x%llx+0x%llx (%d inside, straddle %d): %s",
+              (unsigned long long)at, (unsigned long long)size, inside, straddle, vidmm_strerror(rc));
+        for (int k = 0; ok && k < W2_MAPS; k++) {
+            struct w2map *o = &w->map[k];
+            if (o->live && o->proc == p && o->va >= at && o->va + o->size <= at + size)
+                o->live = false;
+        }
+        break;
+    }
+    }
+}
+
+static struct w2map *w2_map_at(struct w2 *w, uint32_t p, uint64_t va)
+{
+    for (int k = 0; k < W2_MAPS; k++)
+        if (w->map[k].live && w->map[k].proc == p && va >= w->map[k].va && va < w->map[k].va + w->map[k].size)
+            return &w->map[k];
+    return NULL;
+}
+
+/* Translations beyond the checks after every step: a VA that maps nothing and one beyond the
+ * space are refused. */
+static void w2_translate(struct fz *f, struct w2 *w, uint8_t a, uint8_t b)
+{
+    const uint32_t p = (uint32_t)(a % w->nprocs);
+    const struct w2res *r = &w->res[p][(a >> 2) % W2_RES];
+    struct vidmm_va_translation t;
+    memset(&t, 0, sizeof t);
+    int rc = vidmm_va_translate(w->sp[p], (1ull << VIDMM_VA_BITS) + (uint64_t)b * PG, &t);
+    CHECK(rc == VIDMM_E_INVALID_ARG, "translate beyond the space: %s", vidmm_strerror(rc));
+    if (!r->live)
+        return;
+    const uint64_t va = r->va + (uint64_t)(b % (r->size / PG)) * PG;
+    struct w2map *m = w2_map_at(w, p, va);
+    if (!m) {
+        rc = vidmm_va_translate(w->sp[p], va, &t);
+        CHECK(rc == VIDMM_E_INVALID_ARG, "translate of unmapped 0x%llx: %s", (unsigned long long)va,
+              vidmm_strerror(rc));
+        return;
+    }
+    w2_check_translation(f, w, m, (va - m->va) / PG);
+}
+
+/* vidmm_va_submit() of up to three ranges of one process: the model says where the GPU faults
+ * (an unmapped page, or one whose allocation is off the residency list) and where an offered
+ * allocation is refused first; the GPU then writes the written ranges through their
+ * translations, and the fence is signalled. */
+static void w2_submit(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    const bool wild = (b & 0x1F) == 0; /* now and then a range that may fault */
+    uint32_t p = (uint32_t)(a % w->nprocs);
+    for (int j = 0; j < W2_MAPS && !wild; j++) { /* the process of a mapping the GPU may use */
+        const struct w2map *o = &w->map[(b + j) % W2_MAPS];
+        if (o->live && w->a[o->ai].refs && !w->a[o->ai].offered) {
+            p = o->proc;
+            break;
+        }
+    }
+    struct vidmm_va_ref refs[3];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < (a >> 2) % 3 + 1u; k++) {
+        const struct w2map *m = NULL;
+        for (int j = 0; j < W2_MAPS && !m; j++) {
+            const struct w2map *o = &w->map[(b + k * 5 + j) % W2_MAPS];
+            if (o->live && o->proc == p && (wild || (w->a[o->ai].refs && !w->a[o->ai].offered)))
+                m = o;
+        }
+        if (!m && wild) {
+            const struct w2res *r = &w->res[p][k % W2_RES];
+            if (r->live)
+                refs[n++] = (struct vidmm_va_ref){ r->va, PG, VIDMM_REF_WRITE, 0 };
+            continue;
+        }
+        if (!m)
+            continue;
+        const uint64_t pages = m->size / PG, first = (c >> k) % pages;
+        const uint64_t len = wild && (c & 0x80) ? m->size - first * PG + PG : (pages - first) * PG;
+        refs[n++] = (struct vidmm_va_ref){ m->va + first * PG, len, ((c >> (k + 3)) & 1) ? VIDMM_REF_WRITE : 0, 0 };
+    }
+    if (n == 0)
+        return;
+    /* The model: page by page, ref by ref, the first offered mapping or fault decides. */
+    int want = 0;
+    uint64_t fault_va = 0;
+    vidmm_handle fault_h = 0;
+    for (uint32_t i = 0; i < n && !want; i++)
+        for (uint64_t x = refs[i].va; x < refs[i].va + refs[i].size && !want;) {
+            const struct w2map *m = w2_map_at(w, p, x);
+            if (m && w->a[m->ai].offered) {
+                want = VIDMM_E_INVALID_ARG;
+            } else if (!m || !w->a[m->ai].refs) {
+                want = VIDMM_E_DEVICE_REMOVED;
+                fault_va = x;
+                fault_h = m ? w->a[m->ai].h : 0;
+            } else {
+                x = m->va + m->size;
+            }
+        }
+    uint64_t fence = 0;
+    int rc = vidmm_va_submit(w->sp[p], refs, n, 0, &fence);
+    if (trace)
+        fprintf(stderr, "  va_submit of %u ranges: %s, model %s\n", n, vidmm_strerror(rc), vidmm_strerror(want));
+    if (want == VIDMM_E_DEVICE_REMOVED) {
+        CHECK(rc == want, "va_submit touching 0x%llx (0x%x, not resident-listed): %s", (unsigned long long)fault_va,
+              fault_h, vidmm_strerror(rc));
+        struct vidmm_gpu_fault gf = { .size_of = sizeof gf };
+        rc = vidmm_wddm2_last_fault(f->dev, &gf);
+        CHECK(rc == 0 && gf.va == fault_va && gf.process == W2_PROC_ID(p) && gf.allocation == fault_h,
+              "last_fault: %s, va 0x%llx process %u allocation 0x%x, model 0x%llx %u 0x%x", vidmm_strerror(rc),
+              (unsigned long long)gf.va, gf.process, gf.allocation, (unsigned long long)fault_va, W2_PROC_ID(p),
+              fault_h);
+        w2_removed(f, w);
+        return;
+    }
+    if (want) {
+        CHECK(rc == want, "va_submit touching an offered allocation: %s", vidmm_strerror(rc));
+        return;
+    }
+    if (rc == VIDMM_E_NO_MEMORY)
+        return; /* a resident-listed allocation could not be brought back (no room) */
+    CHECK(rc == 0, "va_submit of %u ranges: %s", n, vidmm_strerror(rc));
+    struct vidmm_gpu_fault gf = { .size_of = sizeof gf };
+    CHECK(vidmm_wddm2_last_fault(f->dev, &gf) == VIDMM_E_NOT_AVAILABLE, "a fault without one");
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(refs[i].flags & VIDMM_REF_WRITE))
+            continue;
+        for (uint64_t x = refs[i].va; x < refs[i].va + refs[i].size; x += PG) {
+            const struct w2map *m = w2_map_at(w, p, x);
+            struct w2a *y = &w->a[m->ai];
+            struct vidmm_va_translation t;
+            int trc = vidmm_va_translate(w->sp[p], x, &t);
+            CHECK(trc == 0, "translate of 0x%llx in submitted work: %s", (unsigned long long)x, vidmm_strerror(trc));
+            const uint64_t aoff = m->off + (x - m->va), len = 64 + (x / PG + c) % 64;
+            scribble(f, y->bytes + aoff + 1000, (size_t)len);
+            memcpy((unsigned char *)t.cpu + 1000, y->bytes + aoff + 1000, (size_t)len);
+        }
+    }
+    rc = vidmm_fence_signal(f->dev, fence);
+    CHECK(rc == 0, "signal %llu: %s", (unsigned long long)fence, vidmm_strerror(rc));
+}
+
+/* Up to three handles (repeats allowed), for the list calls. */
+static uint32_t w2_list(struct w2 *w, uint8_t a, uint8_t b, vidmm_handle *h, struct w2a **xs)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < (uint32_t)(a % 3) + 1u; k++) {
+        struct w2a *x = w2_pick(w, (uint8_t)(b + k * (a >> 2)));
+        if (!x)
+            break;
+        xs[n] = x;
+        h[n++] = x->h;
+    }
+    return n;
+}
+
+static void w2_make_resident(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    vidmm_handle h[3];
+    struct w2a *xs[3];
+    const uint32_t n = w2_list(w, a, b, h, xs);
+    if (n == 0)
+        return;
+    uint32_t flags = c & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
+    if ((c & 0x30) == 0x30)
+        flags |= VIDMM_MAKE_RESIDENT_MUST_SUCCEED;
+    const bool bad = (c & 0xC0) == 0xC0 && (c & 2);
+    if (bad)
+        flags |= 0x4;
+    /* The model, in the engine's order of refusals: flags, offered, locked outside the
+     * segments it may use, then the budgets before anything changes. */
+    int want = bad ? VIDMM_E_INVALID_ARG : 0;
+    for (uint32_t i = 0; i < n && !want; i++)
+        if (xs[i]->offered)
+            want = VIDMM_E_INVALID_ARG;
+    int group[3];
+    bool placed[3];
+    for (uint32_t i = 0; i < n; i++) {
+        struct vidmm_alloc_info q;
+        w2_query(f, xs[i], &q);
+        placed[i] = w2_placed(&q);
+        if (!want && xs[i]->locks && !w2_placed(&q) && !(xs[i]->set & 0x4))
+            want = VIDMM_E_NOT_AVAILABLE;
+        group[i] = xs[i]->refs ? xs[i]->group : w2_charge_group(f, xs[i]);
+    }
+    uint64_t need[W2_PROCS][2] = { { 0 } };
+    for (uint32_t i = 0; i < n; i++) {
+        bool first = true;
+        for (uint32_t j = 0; j < i; j++)
+            first &= xs[j] != xs[i];
+        if (first && !xs[i]->refs && group[i] >= 0)
+            need[xs[i]->proc][group[i]] += xs[i]->size;
+    }
+    uint64_t trim = 0;
+    for (uint32_t p = 0; p < w->nprocs; p++)
+        for (int g = 0; g < 2; g++) {
+            const uint64_t u = w2_usage(w, p, g);
+            const uint64_t limit = (flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) ? w->group_max[g] : w->budget[p][g];
+            if (need[p][g] && u + need[p][g] > w->budget[p][g] && u + need[p][g] > limit)
+                trim += u + need[p][g] - w->budget[p][g];
+        }
+    if (!want && trim)
+        want = VIDMM_E_NO_MEMORY;
+    struct vidmm_make_resident_args mr = { .size_of = sizeof mr, .allocations = h, .count = n, .flags = flags };
+    mr.bytes_to_trim = 0xFEFEFEFEu;
+    int rc = vidmm_wddm2_make_resident(f->dev, &mr);
+    if (trace)
+        fprintf(stderr, "  make_resident of %u flags 0x%x: %s, model %s, trim %llu model %llu\n", n, flags,
+                vidmm_strerror(rc), vidmm_strerror(want), (unsigned long long)mr.bytes_to_trim,
+                (unsigned long long)trim);
+    const bool must = (flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) != 0;
+    if (want && want != VIDMM_E_INVALID_ARG && must) {
+        CHECK(rc == VIDMM_E_DEVICE_REMOVED, "MUST_SUCCEED make_resident failing with %s: %s", vidmm_strerror(want),
+              vidmm_strerror(rc));
+        w2_removed(f, w);
+        return;
+    }
+    if (want) {
+        CHECK(rc == want, "make_resident of %u (flags 0x%x): %s, model %s", n, flags, vidmm_strerror(rc),
+              vidmm_strerror(want));
+        if (want == VIDMM_E_NO_MEMORY)
+            CHECK(mr.bytes_to_trim == trim && mr.made_resident == 0, "NumBytesToTrim %llu, model %llu (made %u)",
+                  (unsigned long long)mr.bytes_to_trim, (unsigned long long)trim, mr.made_resident);
+        return; /* the references are checked unchanged after the step */
+    }
+    if (rc == VIDMM_E_DEVICE_REMOVED && must) {
+        w2_removed(f, w); /* no room: MUST_SUCCEED removed it */
+        return;
+    }
+    if (rc == VIDMM_E_NO_MEMORY) {
+        /* No room even after evicting what is off the list: NumBytesToTrim is then the size of
+         * the allocation that found none (one not placed before the call), not a budget's. */
+        bool one = false;
+        for (uint32_t i = 0; i < n; i++)
+            one |= !placed[i] && mr.bytes_to_trim == xs[i]->size;
+        CHECK(one && mr.made_resident == 0, "make_resident within the budgets: no room, NumBytesToTrim %llu",
+              (unsigned long long)mr.bytes_to_trim);
+        return;
+    }
+    CHECK(rc == 0 || rc == VIDMM_PENDING, "make_resident of %u (flags 0x%x): %s", n, flags, vidmm_strerror(rc));
+    CHECK(mr.made_resident == n && mr.bytes_to_trim == 0, "made %u of %u resident, NumBytesToTrim %llu",
+          mr.made_resident, n, (unsigned long long)mr.bytes_to_trim);
+    if (rc == VIDMM_PENDING) {
+        rc = vidmm_wddm2_paging_fence_wait(f->dev, mr.paging_fence, UINT64_MAX);
+        CHECK(rc == 0, "paging_fence_wait: %s", vidmm_strerror(rc));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (!xs[i]->refs)
+            xs[i]->group = group[i];
+        xs[i]->refs++;
+        struct vidmm_alloc_info q;
+        w2_query(f, xs[i], &q);
+        CHECK(w2_placed(&q), "0x%x not resident after make_resident (where %u)", xs[i]->h, q.where);
+    }
+}
+
+/* NumBytesToTrim of an eviction: what the listed allocations' processes are over budget. */
+static uint64_t w2_over(const struct w2 *w, struct w2a *const *xs, uint32_t n)
+{
+    uint64_t over = 0;
+    for (uint32_t p = 0; p < w->nprocs; p++) {
+        bool listed = false;
+        for (uint32_t i = 0; i < n; i++)
+            listed |= xs[i]->proc == p;
+        for (int g = 0; listed && g < 2; g++) {
+            const uint64_t u = w2_usage(w, p, g);
+            over += u > w->budget[p][g] ? u - w->budget[p][g] : 0;
+        }
+    }
+    return over;
+}
+
+static void w2_evict(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    vidmm_handle h[3];
+    struct w2a *xs[3];
+    const uint32_t n = w2_list(w, a, b, h, xs);
+    if (n == 0)
+        return;
+    const uint32_t flags = c & (VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO);
+    bool ok = true;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t times = 0;
+        for (uint32_t j = 0; j < n; j++)
+            times += xs[j] == xs[i];
+        ok &= times <= xs[i]->refs;
+    }
+    struct vidmm_evict_args ea = { .size_of = sizeof ea, .allocations = h, .count = n, .flags = flags };
+    int rc = vidmm_wddm2_evict(f->dev, &ea);
+    if (trace)
+        fprintf(stderr, "  evict of %u flags 0x%x: %s, model %s, trim %llu\n", n, flags, vidmm_strerror(rc),
+                ok ? "success" : "refused", (unsigned long long)ea.bytes_to_trim);
+    if (!ok) {
+        CHECK(rc == VIDMM_E_INVALID_ARG, "evict of %u with more listings than references: %s", n, vidmm_strerror(rc));
+        return;
+    }
+    CHECK(rc == 0, "evict of %u (flags 0x%x): %s", n, flags, vidmm_strerror(rc));
+    for (uint32_t i = 0; i < n; i++)
+        if (--xs[i]->refs == 0)
+            xs[i]->group = -1;
+    CHECK(ea.bytes_to_trim == w2_over(w, xs, n), "evict: NumBytesToTrim %llu, model %llu",
+          (unsigned long long)ea.bytes_to_trim, (unsigned long long)w2_over(w, xs, n));
+    for (uint32_t i = 0; i < n; i++) {
+        if (xs[i]->refs || xs[i]->locks || (flags & VIDMM_EVICT_ONLY_IF_NECESSARY))
+            continue;
+        struct vidmm_alloc_info q;
+        w2_query(f, xs[i], &q);
+        CHECK(!w2_placed(&q), "0x%x still in segment %u after its last eviction", xs[i]->h, q.segment_id);
+    }
+}
+
+static void w2_budget(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    const uint32_t p = (uint32_t)(a % w->nprocs);
+    const int g = (a >> 2) & 1;
+    switch (c % 3) {
+    case 0: {
+        const uint64_t bytes = (uint64_t)b * 4096u; /* up to ~1 MiB: above both maxima at the top */
+        int rc = vidmm_wddm2_set_budget(f->dev, W2_PROC_ID(p), (uint32_t)g, bytes);
+        if (bytes > w->group_max[g]) {
+            CHECK(rc == VIDMM_E_INVALID_ARG, "set_budget above the maximum: %s", vidmm_strerror(rc));
+            break;
+        }
+        CHECK(rc == 0, "set_budget: %s", vidmm_strerror(rc));
+        w->budget[p][g] = bytes < w->resv[p][g] ? w->resv[p][g] : bytes;
+        break;
+    }
+    case 1: {
+        const uint64_t bytes = (uint64_t)b * 4096u;
+        int rc = vidmm_wddm2_change_reservation(f->dev, W2_PROC_ID(p), (uint32_t)g, bytes);
+        if (bytes > w2_available(w, p, g)) {
+            CHECK(rc == VIDMM_E_INVALID_ARG, "reservation above AvailableForReservation: %s", vidmm_strerror(rc));
+            break;
+        }
+        CHECK(rc == 0, "change_reservation: %s", vidmm_strerror(rc));
+        w->resv[p][g] = bytes;
+        if (w->budget[p][g] < bytes)
+            w->budget[p][g] = bytes;
+        break;
+    }
+    default: {
+        /* Refused queries leave the result alone; an unknown process has the maximum. */
+        struct vidmm_video_memory_info vi = { .size_of = sizeof vi };
+        vi.budget = 77;
+        int rc = vidmm_wddm2_query_video_memory(f->dev, W2_PROC_ID(p), 2, &vi);
+        CHECK(rc == VIDMM_E_INVALID_ARG && vi.budget == 77, "query of group 2: %s", vidmm_strerror(rc));
+        rc = vidmm_wddm2_query_video_memory(f->dev, 1000u + b, (uint32_t)g, &vi);
+        CHECK(rc == 0 && vi.budget == w->group_max[g] && vi.current_usage == 0 && vi.current_reservation == 0,
+              "query of an unknown process: %s", vidmm_strerror(rc));
+        break;
+    }
+    }
+}
+
+static void w2_offer(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    vidmm_handle h[3];
+    struct w2a *xs[3];
+    const uint32_t n = w2_list(w, a, b, h, xs);
+    if (n == 0)
+        return;
+    struct vidmm_offer_args oa = { .size_of = sizeof oa, .count = n };
+    if (c & 0x80)
+        oa.resources = h; /* no renaming on WDDM2: the same */
+    else
+        oa.allocations = h;
+    oa.priority = (c & 0x70) == 0x70 ? 0 : (uint32_t)(c >> 4) % 4 + 1;
+    oa.flags = c & (VIDMM_OFFER_IMMEDIATELY | VIDMM_OFFER_ALLOW_DECOMMIT);
+    bool ok = oa.priority != 0;
+    for (uint32_t i = 0; i < n; i++)
+        ok &= xs[i]->locks == 0;
+    int rc = vidmm_offer(f->dev, &oa);
+    CHECK(rc == (ok ? 0 : VIDMM_E_INVALID_ARG), "offer of %u (priority %u, locked or not): %s", n, oa.priority,
+          vidmm_strerror(rc));
+    for (uint32_t i = 0; ok && i < n; i++) {
+        xs[i]->offered = true;
+        xs[i]->decommit_asked |= (oa.flags & VIDMM_OFFER_ALLOW_DECOMMIT) != 0;
+    }
+}
+
+static void w2_reclaim(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    vidmm_handle h[3];
+    struct w2a *xs[3];
+    const uint32_t n = w2_list(w, a, b, h, xs);
+    if (n == 0)
+        return;
+    w2_drain(f);
+    w2_read_log(f, w);
+    uint32_t results[3] = { 99, 99, 99 };
+    bool discarded[3] = { true, true, true };
+    struct vidmm_reclaim_args ra = { .size_of = sizeof ra, .count = n, .results = results, .discarded = discarded };
+    if (c & 0x80)
+        ra.resources = h;
+    else
+        ra.allocations = h;
+    int rc = vidmm_reclaim(f->dev, &ra);
+    if (trace)
+        fprintf(stderr, "  reclaim of %u: %s, results %u %u %u\n", n, vidmm_strerror(rc), results[0], results[1],
+                results[2]);
+    bool listed = false;
+    for (uint32_t i = 0; i < n; i++)
+        listed |= xs[i]->refs != 0;
+    CHECK(rc == 0 || rc == VIDMM_PENDING || (listed && rc == VIDMM_E_NO_MEMORY), "reclaim of %u: %s", n,
+          vidmm_strerror(rc));
+    for (uint32_t i = 0; i < n; i++) {
+        struct w2a *x = xs[i];
+        const uint32_t r = results[i];
+        CHECK(r <= VIDMM_RECLAIM_NOT_COMMITTED && discarded[i] == (r != VIDMM_RECLAIM_OK), "reclaim result %u / %d",
+              r, discarded[i]);
+        for (uint32_t j = 0; j < i; j++)
+            CHECK(xs[j] != x || results[j] == r, "one allocation listed twice, results %u and %u", results[j], r);
+        if (!x->offered) {
+            CHECK(r == VIDMM_RECLAIM_OK, "reclaim of 0x%x, not offered, says %u", x->h, r);
+            continue;
+        }
+        /* Discarded only when the engine discarded it (a DISCARD_CONTENT of it since the offer);
+         * NOT_COMMITTED only when an offer allowed the decommit. */
+        CHECK(r == VIDMM_RECLAIM_OK || x->discard_seen, "reclaim of 0x%x says %u without a discard", x->h, r);
+        CHECK(r != VIDMM_RECLAIM_NOT_COMMITTED || x->decommit_asked, "reclaim of 0x%x says NOT_COMMITTED", x->h);
+        if (r != VIDMM_RECLAIM_OK)
+            for (uint64_t k = 0; k < x->size; k++)
+                x->bytes[k] = (unsigned char)(VIDMM_DISCARDED_PATTERN >> (8 * (k & 3)));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        xs[i]->offered = xs[i]->decommit_asked = xs[i]->discard_seen = false;
+    }
+    if (rc == VIDMM_PENDING) {
+        rc = vidmm_wddm2_paging_fence_wait(f->dev, ra.paging_fence, UINT64_MAX);
+        CHECK(rc == 0, "paging_fence_wait: %s", vidmm_strerror(rc));
+    }
+    /* Content OK: the checks after the step compare it byte for byte. */
+}
+
+/* CPU writes: through the Lock2 pointer while locked, else vidmm_gpu_access(). */
+static void w2_write(struct fz *f, struct w2a *x, uint8_t c)
+{
+    const uint64_t off = (uint64_t)c * 97 % x->size, len = x->size - off < 300 ? x->size - off : 300;
+    scribble(f, x->bytes + off, (size_t)len);
+    if (x->locks) {
+        memcpy(x->lock_ptr + off, x->bytes + off, (size_t)len);
+        return;
+    }
+    int rc = vidmm_gpu_access(f->dev, x->h, off, x->bytes + off, (size_t)len, true);
+    CHECK(rc == 0, "gpu_access write of 0x%x: %s", x->h, vidmm_strerror(rc));
+}
+
+static void w2_lock2(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    struct w2a *x = w2_pick(w, a);
+    if (!x)
+        return;
+    const uint32_t p = (b & 0x80) ? (uint32_t)(b % w->nprocs) : x->proc;
+    const uint32_t flags = (b & 0x7F) == 0x7F ? 1u : 0u;
+    struct vidmm_alloc_info q;
+    w2_query(f, x, &q);
+    /* The model (spec 6.6, 15.23). 1: the lock moves it to an aperture first. */
+    int want = 0;
+    if (flags || x->offered || (x->shared && p != x->proc))
+        want = VIDMM_E_INVALID_ARG;
+    else if (!x->locks && q.where == VIDMM_WHERE_SEGMENT &&
+             ((x->flags & VIDMM_ALLOC_CACHED) || !(x->flags & VIDMM_ALLOC_CPU_VISIBLE) || q.segment_id == 2))
+        want = (x->set & 0x4) ? 1 : VIDMM_E_INVALID_ARG;
+    void *ptr = (void *)0x1234;
+    int rc = vidmm_wddm2_lock2(f->dev, W2_PROC_ID(p), x->h, flags, &ptr);
+    if (trace)
+        fprintf(stderr, "  lock2 of 0x%x (where %u seg %u): %s, model %d\n", x->h, q.where, q.segment_id,
+                vidmm_strerror(rc), want);
+    if (want < 0) {
+        CHECK(rc == want && ptr == (void *)0x1234, "lock2 of 0x%x (flags %u, offered %d, process %u): %s, model %s",
+              x->h, flags, x->offered, p, vidmm_strerror(rc), vidmm_strerror(want));
+        return;
+    }
+    if (want == 1 && (rc == VIDMM_E_NO_VIDEO_MEMORY || rc == VIDMM_E_CANT_EVICT_PINNED))
+        return; /* no room in the aperture: it stays where it was */
+    CHECK(rc == 0, "lock2 of 0x%x (where %u seg %u): %s", x->h, q.where, q.segment_id, vidmm_strerror(rc));
+    if (x->locks) {
+        CHECK(ptr == x->lock_ptr, "a nested Lock2 returned another pointer");
+    } else {
+        x->lock_ptr = ptr;
+        w2_query(f, x, &q);
+        CHECK(q.where != VIDMM_WHERE_SEGMENT ||
+                  (q.segment_id == 1 && (x->flags & VIDMM_ALLOC_CPU_VISIBLE) && !(x->flags & VIDMM_ALLOC_CACHED)),
+              "0x%x locked in memory segment %u (flags 0x%x)", x->h, q.segment_id, x->flags);
+    }
+    x->locks++;
+    w2_check_bytes(x->lock_ptr, x->bytes, x->size, x->h, "at Lock2");
+    if (c & 1)
+        w2_write(f, x, c);
+}
+
+static void w2_unlock2(struct fz *f, struct w2 *w, uint8_t a)
+{
+    struct w2a *x = w2_pick(w, a);
+    if (!x)
+        return;
+    int rc = vidmm_wddm2_unlock2(f->dev, x->h);
+    CHECK(rc == (x->locks ? 0 : VIDMM_E_INVALID_ARG), "unlock2 of 0x%x (%u locks): %s", x->h, x->locks,
+          vidmm_strerror(rc));
+    if (x->locks && --x->locks == 0)
+        x->lock_ptr = NULL;
+}
+
+static void w2_update(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
+{
+    struct w2a *x = w2_pick(w, a);
+    if (!x)
+        return;
+    struct vidmm_update_alloc_property_args ua = { .size_of = sizeof ua, .allocation = x->h };
+    uint32_t set = x->set, pref = x->pref;
+    if (c & 1) {
+        ua.property_mask |= VIDMM_UPDATE_SET_SUPPORTED_SEGMENT_SET;
+        ua.supported_segment_set = set = (b & 0xE0) == 0xE0 ? 0x8 : w2_sets[b % 7];
+    }
+    if (c & 2) {
+        ua.property_mask |= VIDMM_UPDATE_SET_PREFERRED_SEGMENT;
+        ua.preferred_segment = pref = (uint32_t)(c >> 2) % 4; /* 0: none */
+    }
+    const bool ok = ua.property_mask && !(set & ~0x7u) && set && (!pref || ((set >> (pref - 1)) & 1));
+    struct vidmm_alloc_info q;
+    w2_query(f, x, &q);
+    const bool must_move = w2_placed(&q) && !((set >> (q.segment_id - 1)) & 1);
+    int rc = vidmm_wddm2_update_alloc_property(f->dev, &ua);
+    if (trace)
+        fprintf(stderr, "  update of 0x%x: mask %u set 0x%x pref %u (move %d): %s\n", x->h, ua.property_mask, set, pref,
+                must_move, vidmm_strerror(rc));
+    if (!ok) {
+        CHECK(rc == VIDMM_E_INVALID_ARG, "update_alloc_property mask %u set 0x%x pref %u: %s", ua.property_mask, set,
+              pref, vidmm_strerror(rc));
+        return;
+    }
+    if (must_move && x->locks) {
+        CHECK(rc == VIDMM_E_BUSY, "update_alloc_property moving a locked allocation: %s", vidmm_strerror(rc));
+        return;
+    }
+    /* No room in the new set: unchanged. CANT_EVICT_PINNED when locked allocations stand in the
+     * way (the placement's code, place.c; wddm2.h names it only for a pinned allocation). */
+    if (must_move && x->refs &&
+        (rc == VIDMM_E_NO_VIDEO_MEMORY || rc == VIDMM_E_NO_MEMORY || rc == VIDMM_E_CANT_EVICT_PINNED))
+        return;
+    CHECK(rc == 0 || rc == VIDMM_PENDING, "update_alloc_property of 0x%x (set 0x%x, move %d): %s", x->h, set,
+          must_move, vidmm_strerror(rc));
+    if (rc == VIDMM_PENDING) {
+        rc = vidmm_wddm2_paging_fence_wait(f->dev, ua.paging_fence, UINT64_MAX);
+        CHECK(rc == 0, "paging_fence_wait: %s", vidmm_strerror(rc));
+    }
+    x->set = set;
+    x->pref = pref;
+    if (must_move) {
+        w2_query(f, x, &q);
+        CHECK(x->refs && !x->offered ? w2_placed(&q) : !w2_placed(&q) || ((set >> (q.segment_id - 1)) & 1),
+              "0x%x after a move out of its set: where %u", x->h, q.where);
+    }
+}
+
+static void w2_power(struct fz *f, struct w2 *w, uint8_t a)
+{
+    struct vidmm_power_args pa = { .size_of = sizeof pa };
+    pa.state = (a & 0xF0) == 0xF0 ? 4 : (uint32_t)a % 3 + 1;
+    int rc = vidmm_power_transition(f->dev, &pa);
+    if (trace)
+        fprintf(stderr, "  power %u: %s, evicted %u discarded %u restored %u repaged %u purged %llu\n", pa.state,
+                vidmm_strerror(rc), pa.evicted, pa.discarded, pa.restored, pa.repaged,
+                (unsigned long long)pa.purged_bytes);
+    if (pa.state == 4) {
+        CHECK(rc == VIDMM_E_INVALID_ARG, "power state 4: %s", vidmm_strerror(rc));
+        return;
+    }
+    CHECK(rc == 0, "power transition %u: %s", pa.state, vidmm_strerror(rc));
+    uint32_t offered = 0, locked = 0;
+    for (int k = 0; k < W2_ALLOCS; k++) {
+        offered += w->a[k].live && w->a[k].offered;
+        locked += w->a[k].live && w->a[k].locks;
+    }
+    CHECK(pa.discarded <= offered, "power: %u discarded, %u offered", pa.discarded, offered);
+    (void)locked;
+}
+
+static int w2_run(const uint8_t *data, size_t size)
+{
+    struct fz *f = calloc(1, sizeof *f);
+    struct w2 *w = calloc(1, sizeof *w);
+    if (!f || !w) {
+        free(f);
+        free(w);
+        return 0;
+    }
+    cur_fz = f;
+    f->p = data;
+    f->n = size;
+    f->rnd = 1;
+    const uint8_t shape = take(f);
+    if (trace)
+        fprintf(stderr, "WDDM2 input of %zu bytes, shape %u\n", size + 1, shape);
+    static const uint32_t power[4][2] = {
+        { 0, 0 },
+        { VIDMM_SEGMENT_PRESERVED_DURING_STANDBY,
+          VIDMM_SEGMENT_PRESERVED_DURING_STANDBY | VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE },
+        { VIDMM_SEGMENT_PRESERVED_DURING_STANDBY | VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE, 0 },
+        { VIDMM_SEGMENT_PRESERVED_DURING_STANDBY | VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE,
+          VIDMM_SEGMENT_PRESERVED_DURING_STANDBY | VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE },
+    };
+    const uint32_t *pw = power[(shape >> 1) & 3];
+    w->segs[0] = (struct vidmm_segment_desc){ 0x10000000ull, 512u << 10, 512u << 10,
+                                              VIDMM_SEGMENT_CPU_VISIBLE | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | pw[0], 0,
+                                              NULL };
+    w->segs[1] = (struct vidmm_segment_desc){ 0x20000000ull, 256u << 10, 256u << 10,
+                                              VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | pw[1], 0, NULL };
+    w->segs[2] = (struct vidmm_segment_desc){ 0x40000000ull, 512u << 10, 512u << 10,
+                                              VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP, 0, NULL };
+    w->group_max[0] = (512u << 10) + (256u << 10);
+    w->group_max[1] = 512u << 10;
+    struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
+    dd.segments = w->segs;
+    dd.segment_count = 3;
+    dd.paging_threads = shape & 1;
+    dd.wait_timeout_ns = TIMEOUT_NS;
+    dd.sysmem_reserve = 64u << 20;
+    dd.flags = VIDMM_DEVICE_WDDM2 | VIDMM_DEVICE_LOG_PAGING;
+    int rc = vidmm_device_create(&dd, &f->dev);
+    CHECK(rc == 0, "WDDM2 device_create: %s", vidmm_strerror(rc));
+    w->nprocs = 1 + (uint32_t)((shape >> 3) & 3) % 3;
+    for (uint32_t p = 0; p < w->nprocs; p++) {
+        rc = vidmm_va_space_create(f->dev, W2_PROC_ID(p), &w->sp[p]);
+        CHECK(rc == 0, "va_space_create: %s", vidmm_strerror(rc));
+        w->budget[p][0] = w->group_max[0];
+        w->budget[p][1] = w->group_max[1];
+    }
+    for (f->step = 0; f->step < MAX_STEPS && f->n > 0 && !f->removed; f->step++) {
+        const uint8_t op = take(f), a = take(f), b = take(f), c = take(f);
+        if (trace)
+            fprintf(stderr, "step %d: w2 op %u (%u) a %u b %u c %u\n", f->step, op % 16u, op, a, b, c);
+        switch (op % 16) {
+        case 0:
+        case 1: w2_create(f, w, a, b, c); break;
+        case 2: w2_destroy(f, w, a); break;
+        case 3:
+        case 4: w2_va(f, w, a, b, c); break;
+        case 5: w2_translate(f, w, a, b); break;
+        case 6: w2_submit(f, w, a, b, c); break;
+        case 7: w2_make_resident(f, w, a, b, c); break;
+        case 8: w2_evict(f, w, a, b, c); break;
+        case 9: w2_budget(f, w, a, b, c); break;
+        case 10: w2_offer(f, w, a, b, c); break;
+        case 11: w2_reclaim(f, w, a, b, c); break;
+        case 12: w2_lock2(f, w, a, b, c); break;
+        case 13: w2_unlock2(f, w, a); break;
+        case 14: w2_update(f, w, a, b, c); break;
+        default:
+            if ((b & 7) == 0)
+                w2_power(f, w, a);
+            else if (w2_pick(w, a) && !w2_pick(w, a)->offered)
+                w2_write(f, w2_pick(w, a), c);
+            break;
+        }
+        w2_check(f, w);
+    }
+    /* The end: every lock released, content still the model's. */
+    for (int i = 0; i < W2_ALLOCS && !f->removed; i++)
+        while (w->a[i].live && w->a[i].locks) {
+            CHECK(vidmm_wddm2_unlock2(f->dev, w->a[i].h) == 0, "final unlock2");
+            w->a[i].locks--;
+        }
+    w2_check(f, w);
+    for (uint32_t p = 0; p < w->nprocs; p++)
+        vidmm_va_space_destroy(w->sp[p]);
+    vidmm_device_destroy(f->dev);
+    for (int i = 0; i < W2_ALLOCS; i++)
+        free(w->a[i].bytes);
+    cur_fz = NULL;
+    free(w);
+    free(f);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The target.
  * ------------------------------------------------------------------------------------------- */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (trace < 0)
+        trace = getenv("VIDMM_FUZZ_TRACE") != NULL;
+    if (size > 0 && data[0] == W2_MARK)
+        return w2_run(data + 1, size - 1);
     struct fz *f = calloc(1, sizeof *f);
     if (!f)
         return 0;

@@ -3,7 +3,8 @@
  * target (fuzz_engine.c): random inputs from a seed, each run through LLVMFuzzerTestOneInput(),
  * so that exploration runs in every test run too, not only under libFuzzer. The seed is printed
  * first; VIDMM_TEST_SEED=<n> replays a failure, VIDMM_FUZZ_ITERATIONS=<n> sets how many inputs
- * (default 300). With '--write-corpus DIR' it writes its inputs there instead of running them
+ * (default 300; every other one runs a second time as a WDDM2 sequence). With
+ * '--write-corpus DIR' it writes its inputs there instead of running them
  * (how tests/fuzz/corpus/engine/ was seeded). A failure is the target's abort(). */
 #include <stdint.h>
 #include <stdio.h>
@@ -50,16 +51,23 @@ int main(int argc, char **argv)
             fclose(f);
             continue;
         }
-        if (getenv("VIDMM_FUZZ_TRACE"))
-            fprintf(stderr, "input %ld\n", i);
-        if (getenv("VIDMM_FUZZ_DUMP")) { /* the input about to run, to replay it alone */
-            FILE *f = fopen(getenv("VIDMM_FUZZ_DUMP"), "wb");
-            if (f) {
-                fwrite(buf, 1, n, f);
-                fclose(f);
+        /* Every input runs as drawn; every other one then again as a WDDM2 sequence (its
+         * first byte the WDDM2 mark, fuzz_engine.c), so that a seed's WDDM1 inputs stay the
+         * same. */
+        for (int pass = 0; pass < 1 + (int)(i & 1); pass++) {
+            if (pass)
+                buf[0] = 0xFF;
+            if (getenv("VIDMM_FUZZ_TRACE"))
+                fprintf(stderr, "input %ld%s\n", i, pass ? " (WDDM2)" : "");
+            if (getenv("VIDMM_FUZZ_DUMP")) { /* the input about to run, to replay it alone */
+                FILE *f = fopen(getenv("VIDMM_FUZZ_DUMP"), "wb");
+                if (f) {
+                    fwrite(buf, 1, n, f);
+                    fclose(f);
+                }
             }
+            LLVMFuzzerTestOneInput(buf, n);
         }
-        LLVMFuzzerTestOneInput(buf, n);
     }
     printf("fuzz_engine_random: %ld inputs passed\n", iters);
     return 0;
