@@ -1233,9 +1233,28 @@ retry:
     }
     /* Its paging must be done before the pointer is handed out; waiting releases the mutex, and
      * another thread's submission may have moved it meanwhile: wait until nothing is pending. */
-    while (!err && a->paging_fence > dev->paging_done)
+    uint32_t where0 = VIDMM_WHERE_NONE;
+    const struct vm_segment *seg0 = NULL;
+    uint64_t off0 = 0;
+    bool waited = false;
+    while (!err && a->paging_fence > dev->paging_done) {
+        if (!waited) { /* where 'ptr' points: the placement before the first wait */
+            where0 = a->where, seg0 = a->seg, off0 = a->offset;
+            waited = true;
+        }
         err = (f & VIDMM_LOCK_DONOT_WAIT) ? vm_wait_paging_nowait(dev, a->paging_fence)
                                           : vm_wait_paging_locked(dev, a->paging_fence);
+    }
+    if (VIDMM_UNLIKELY(waited) && !err && conv == NULL &&
+        (a->where != where0 ||
+         ((where0 == VIDMM_WHERE_SEGMENT || where0 == VIDMM_WHERE_APERTURE) && (a->seg != seg0 || a->offset != off0)))) {
+        /* Another thread paged it in (or moved it) while this one waited: 'ptr' is where its
+         * content was, not where it is. From the top (a range lock's view is untiled below,
+         * from where the surface is then). */
+        if (--a->hold == 0 && dev->hold_waiters)
+            pthread_cond_broadcast(&dev->paging_cv);
+        goto retry;
+    }
     if (conv != NULL) {
         /* The view is untiled (or the lazy view armed) with the mutex released (issue 16). */
         if (!err && !dev->removed)

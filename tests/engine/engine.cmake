@@ -30,7 +30,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_lazy_ranges
   test_narrow_locks
   test_lock_dirty
-  test_unlocked_copy)
+  test_unlocked_copy
+  test_lock_race)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
