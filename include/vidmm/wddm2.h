@@ -433,7 +433,9 @@ struct vidmm_update_alloc_property_args {
  * VIDMM_E_NO_VIDEO_MEMORY (no segment of the new set could ever hold it, or no room for the
  * move even after eviction - other allocations may have been evicted); VIDMM_E_BUSY (it
  * would have to move but is locked or being placed by another call); VIDMM_E_CANT_EVICT_PINNED
- * (it would have to move but is pinned); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED. On every
+ * (it would have to move but is pinned - or the move found no room because pinned or locked
+ * allocations hold it, as a placement says: spec 15.4); VIDMM_E_NO_MEMORY;
+ * VIDMM_E_DEVICE_REMOVED. On every
  * failure the allocation's properties are unchanged. */
 VIDMM_API int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_alloc_property_args *args);
 
