@@ -31,7 +31,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_narrow_locks
   test_lock_dirty
   test_unlocked_copy
-  test_lock_race)
+  test_lock_race
+  test_unprivileged)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
