@@ -269,6 +269,10 @@ int b_wall_config(double case_s, double burst_s);
 double b_wall_case_s(void);
 double b_wall_burst_s(void);
 int b_wall_run(bool progress, const char *bursts_tsv);
+/* b_wall_peer() makes the wall run take turns with another process (b_wall.c): 'spec' is
+ * "IN:OUT", two FIFOs (the other's OUT and IN), 'lead' says which side this is. Returns 0, or
+ * -1 (printed). */
+int b_wall_peer(const char *spec, bool lead);
 
 /* b_report_print() prints the table of every case and the target table to stdout. */
 void b_report_print(const struct b_run_info *run);

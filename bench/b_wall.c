@@ -36,9 +36,14 @@
  * to wall-bursts.tsv. */
 #include "b_common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* How long the quads (4 bursts: the case twice, its reference twice) of one case go on, the
  * fewest quads a case gets however slow it is, how long a burst lasts at least and how many calls
@@ -48,6 +53,8 @@
 #define WALL_MIN_QUADS 6
 #define WALL_BURST_S_DEFAULT 250e-6
 #define WALL_MIN_CALLS 10
+/* With a peer: the turns each side takes per case (their quads share wall_case_s). */
+#define WALL_TURNS 8
 
 static double wall_case_s = WALL_CASE_S_DEFAULT;
 static double wall_burst_s = WALL_BURST_S_DEFAULT;
@@ -105,6 +112,94 @@ static uint64_t calibrate(int id)
     return k < WALL_MIN_CALLS ? WALL_MIN_CALLS : k;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Lockstep with a peer (--vbench_wall_peer): the other build's run takes turns with this one.
+ * ------------------------------------------------------------------------------------------- */
+
+static int peer_in = -1, peer_out = -1;
+static bool peer_lead = true;   /* solo: every slot is ours */
+static bool have_turn = true;
+
+struct wall_token {
+    uint32_t ordinal;
+    uint32_t hash;
+};
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void peer_die(const char *what)
+{
+    fprintf(stderr, "vidmm_bench: wall mode: %s\n", what);
+    exit(2);
+}
+
+int b_wall_peer(const char *spec, bool lead)
+{
+    char in[1024], out[1024];
+    const char *colon = strchr(spec, ':');
+    if (colon == NULL || (size_t)(colon - spec) >= sizeof(in) || strlen(colon + 1) >= sizeof(out))
+        return -1;
+    memcpy(in, spec, (size_t)(colon - spec));
+    in[colon - spec] = '\0';
+    strcpy(out, colon + 1);
+    signal(SIGPIPE, SIG_IGN);   /* a peer that died: EPIPE, then exit 2 */
+    /* Opening a FIFO blocks until its other end is opened: the lead opens its writing end
+     * first, the other side its reading end first. */
+    if (lead) {
+        peer_out = open(out, O_WRONLY | O_CLOEXEC);
+        peer_in = peer_out < 0 ? -1 : open(in, O_RDONLY | O_CLOEXEC);
+    } else {
+        peer_in = open(in, O_RDONLY | O_CLOEXEC);
+        peer_out = peer_in < 0 ? -1 : open(out, O_WRONLY | O_CLOEXEC);
+    }
+    if (peer_in < 0 || peer_out < 0) {
+        fprintf(stderr, "vidmm_bench: --vbench_wall_peer=%s: %s\n", spec, strerror(errno));
+        return -1;
+    }
+    peer_lead = lead;
+    have_turn = lead;
+    return 0;
+}
+
+/* Before a slot: takes the turn when the slot is ours, hands it over when it is not. */
+static void slot(bool ours, uint32_t ordinal, uint32_t hash)
+{
+    struct wall_token t;
+    if (peer_in < 0 || ours == have_turn)
+        return;
+    if (ours) {
+        ssize_t r;
+        size_t got = 0;
+        while (got < sizeof(t)) {
+            r = read(peer_in, (char *)&t + got, sizeof(t) - got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                peer_die("the other run stopped (it failed, or its cases differ from these)");
+            got += (size_t)r;
+        }
+        if (t.ordinal != ordinal || t.hash != hash)
+            peer_die("the other run is at another case: the two builds' case lists differ (--own-bench?)");
+        have_turn = true;
+    } else {
+        t.ordinal = ordinal;
+        t.hash = hash;
+        ssize_t r;
+        do
+            r = write(peer_out, &t, sizeof(t));
+        while (r < 0 && errno == EINTR);
+        if (r != (ssize_t)sizeof(t))
+            peer_die("the other run stopped (it failed, or its cases differ from these)");
+        have_turn = false;
+    }
+}
+
 int b_wall_run(bool progress, const char *bursts_tsv)
 {
     FILE *tsv = fopen(bursts_tsv, "w");
@@ -119,6 +214,8 @@ int b_wall_run(bool progress, const char *bursts_tsv)
             total++;
     }
     double t_start = b_now_s();
+    uint32_t ordinal = 0;
+    const int turns = peer_in < 0 ? 1 : WALL_TURNS;
     for (size_t i = 0; i < b_case_count(); i++) {
         struct b_case *c = b_case_at(i);
         if (c->id < 0 || c->ref_case < 0)
@@ -126,27 +223,60 @@ int b_wall_run(bool progress, const char *bursts_tsv)
         int rid = b_case_at((size_t)c->ref_case)->id;
         if (rid < 0)
             continue;
-        uint64_t kc = calibrate(c->id), kr = calibrate(rid);
-        if (kc == 0 || kr == 0)
-            continue;   /* skipped or failed: the report says why */
-        double min_c = INFINITY, min_r = INFINITY, t_case = b_now_s();
-        bool ok = true;
-        int j;
-        for (j = 0; ok && (j < WALL_MIN_QUADS || b_now_s() - t_case < wall_case_s); j++) {
-            for (int p = 0; p < 4 && ok; p++) {
-                /* Quad j: C R R C for even j, R C C R for odd j. */
-                bool is_case = (p == 0 || p == 3) == (j % 2 == 0);
-                double s = burst(is_case ? c->id : rid, is_case ? kc : kr);
-                ok = s > 0;
-                fprintf(tsv, "%s\t%d\t%s\t%.1f\n", c->name, j, is_case ? "C" : "R", s * 1e9);
-                if (is_case && s < min_c)
-                    min_c = s;
-                if (!is_case && s < min_r)
-                    min_r = s;
+        uint32_t h = name_hash(c->name);
+        ordinal++;
+        /* Calibration: the lead's turn, then the other's. */
+        uint64_t kc = 0, kr = 0;
+        for (int side = 0; side < 2; side++) {
+            bool ours = (side == 0) == peer_lead;
+            if (peer_in < 0 && !ours)
+                continue;
+            slot(ours, ordinal, h);
+            if (ours) {
+                kc = calibrate(c->id);
+                kr = calibrate(rid);
             }
         }
-        if (!ok)
-            continue;   /* a burst failed: no figure rather than a partial one */
+        if (kc == 0 || kr == 0) {
+            if (peer_in >= 0)
+                peer_die("a case failed or was skipped with a peer (see the report)");
+            continue;   /* skipped or failed: the report says why */
+        }
+        /* Turns F S S F F S S F ..., F the lead: each side's turns centred on the same instants;
+         * a turn is quads for wall_case_s / turns (one quad at least). Solo: one turn. */
+        double min_c = INFINITY, min_r = INFINITY;
+        bool ok = true;
+        int j = 0;
+        for (int t = 0; t < 2 * turns && ok; t++) {
+            bool lead_turn = (t % 4 == 0 || t % 4 == 3);
+            bool ours = lead_turn == peer_lead;
+            if (peer_in < 0 && !ours)
+                continue;
+            slot(ours, ordinal, h);
+            if (!ours)
+                continue;
+            double t_turn = b_now_s();
+            int q0 = j;
+            while (ok && (j - q0 < 1 || b_now_s() - t_turn < wall_case_s / turns || (turns == 1 && j < WALL_MIN_QUADS))) {
+                for (int p = 0; p < 4 && ok; p++) {
+                    /* Quad j: C R R C for even j, R C C R for odd j. */
+                    bool is_case = (p == 0 || p == 3) == (j % 2 == 0);
+                    double s = burst(is_case ? c->id : rid, is_case ? kc : kr);
+                    ok = s > 0;
+                    fprintf(tsv, "%s\t%d\t%s\t%.1f\n", c->name, j, is_case ? "C" : "R", s * 1e9);
+                    if (is_case && s < min_c)
+                        min_c = s;
+                    if (!is_case && s < min_r)
+                        min_r = s;
+                }
+                j++;
+            }
+        }
+        if (!ok) {
+            if (peer_in >= 0)
+                peer_die("a burst failed with a peer (see the report)");
+            continue;   /* no figure rather than a partial one */
+        }
         c->wall_case_s = min_c;
         c->wall_ref_s = min_r;
         c->wall_quads = j;
@@ -155,6 +285,11 @@ int b_wall_run(bool progress, const char *bursts_tsv)
             fprintf(stderr, "[%d/%d] %s: %.3f (fastest bursts: reference %.0f ns, case %.0f ns a call; %d quads of "
                     "%llu + %llu calls), %.1f s\n", done, total, c->name, min_r / min_c, min_r * 1e9, min_c * 1e9,
                     j, (unsigned long long)kc, (unsigned long long)kr, b_now_s() - t_start);
+    }
+    /* A peer still waiting for a turn reads the end of the FIFO: a mismatch. */
+    if (peer_in >= 0) {
+        close(peer_out);
+        close(peer_in);
     }
     fclose(tsv);
     return done;

@@ -45,6 +45,9 @@ static void help(void)
           "  --vbench_wall_case_ms=MS   wall mode: time per case (default 250; 6 quads at least)\n"
           "  --vbench_wall_burst_us=US  wall mode: least length of a burst (default 250; and at\n"
           "        least 10 calls)\n"
+          "  --vbench_wall_peer=IN:OUT[:lead]  wall mode: take turns with another vidmm_bench\n"
+          "        through two FIFOs (tools/bench_gate.sh --wall runs A and B so); 'lead' on one\n"
+          "        side\n"
           "  --vbench_filter=REGEX   run only cases whose name matches the POSIX extended regular\n"
           "        expression (names: path/variant/backend/bytes), plus the memcpy/memset and\n"
           "        ceiling cases they are compared with. 'swizzle|deswizzle' runs the tiling\n"
@@ -122,6 +125,7 @@ int main(int argc, char **argv)
     const char *mode_s = "quick", *filter = NULL, *out_dir = "bench-results", *raw_log = NULL;
     bool progress = false, wall = false;
     double wall_case_ms = 0, wall_burst_us = 0;
+    const char *wall_peer = NULL;
     const char *commit = getenv("VIDMM_BENCH_COMMIT");
     const char *gb_out = NULL, *v;
 
@@ -149,6 +153,8 @@ int main(int argc, char **argv)
             wall_case_ms = atof(v);
         else if (starts(argv[i], "--vbench_wall_burst_us=", &v))
             wall_burst_us = atof(v);
+        else if (starts(argv[i], "--vbench_wall_peer=", &v))
+            wall_peer = v;
         else {
             if (starts(argv[i], "--benchmark_out=", &v))
                 gb_out = v;
@@ -168,6 +174,10 @@ int main(int argc, char **argv)
         wall = true;
     } else {
         fprintf(stderr, "vidmm_bench: unknown --vbench_mode=%s (quick, full, targets, wall)\n", mode_s);
+        return 2;
+    }
+    if (wall_peer != NULL && !wall) {
+        fprintf(stderr, "vidmm_bench: --vbench_wall_peer goes with --vbench_mode=wall\n");
         return 2;
     }
     if ((wall_case_ms != 0 || wall_burst_us != 0) &&
@@ -324,6 +334,17 @@ int main(int argc, char **argv)
     }
     static char bursts_tsv[1100];
     snprintf(bursts_tsv, sizeof(bursts_tsv), "%s/wall-bursts.tsv", out_dir);
+    if (wall_peer != NULL) {
+        /* IN:OUT, or IN:OUT:lead */
+        static char spec[2100];
+        snprintf(spec, sizeof(spec), "%s", wall_peer);
+        size_t sl = strlen(spec);
+        bool lead = sl > 5 && strcmp(spec + sl - 5, ":lead") == 0;
+        if (lead)
+            spec[sl - 5] = '\0';
+        if (b_wall_peer(spec, lead) != 0)
+            return 2;
+    }
     uint64_t t0 = vbench_now_ns();
     if (wall) {
         if (b_wall_run(progress, bursts_tsv) < 0)

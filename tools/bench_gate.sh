@@ -22,7 +22,7 @@
 #                                       the median change, its 95% (sign-test) interval and a verdict
 #                                       (faster, slower, no measurable change), a Markdown report and an
 #                                       SVG chart. Options:
-#                                       --rounds N (9), --filter REGEX, --margin PCT (3), --cmake-a ARG,
+#                                       --rounds N (15), --filter REGEX, --margin PCT (3), --cmake-a ARG,
 #                                       --cmake-b ARG, --own-bench, --bench-arg ARG; see tools/bench_wall.sh
 #   tools/bench_gate.sh OLD.json NEW.json [--tolerance=0.10 ...]
 #                                       the wall-clock summaries of tools/bench.sh (bench/bench_gate.c;
@@ -103,7 +103,7 @@ keep=0
 accept=
 harness=
 wall=0
-wall_rounds=9
+wall_rounds=15
 wall_filter_re=
 wall_margin=3
 wall_own_bench=0

@@ -139,35 +139,10 @@ wall_context() {
     END { print s }' "$1"
 }
 
-# wall_run ROUND POS SIDE: one run of SIDE's vidmm_bench; appends its rows to samples.tsv (round,
-# position, side, row, fastest case burst and fastest reference burst in ns a call, reference).
-wall_run() {
-  local r=$1 pos=$2 side=$3 bin d ctx st
-  local bv="wall_bin_$side"
-  bin=${!bv}
-  d="$out/runs/r$r-$pos-$side"
-  mkdir -p "$d"
-  set +e
-  (cd "$d" && "$bin" --vbench_mode=wall --vbench_filter="$wall_filter_re" --vbench_out_dir="$d" \
-     --vbench_commit="wall-$side" "${wall_default_args[@]}" "${wall_gb_args[@]}" >"$d/report.txt" 2>&1)
-  st=$?
-  set -e
-  if [ "$st" -ne 0 ] && grep -q 'unknown --vbench_mode=wall' "$d/report.txt"; then
-    wall_die "run $r.$pos ($side: $bin) has no --vbench_mode=wall (a bench/ older than it: not --own-bench, or a build directory of an older tree)"
-  fi
-  [ "$st" -eq 0 ] || wall_die "run $r.$pos ($side: $bin) exited $st; see $d/report.txt"
-  [ -s "$d/summary-wall.json" ] || wall_die "run $r.$pos ($side) wrote no summary; see $d/report.txt"
-  ctx=$(wall_context "$d/summary-wall.json")
-  if [ -z "$wall_ctx" ]; then
-    wall_ctx=$ctx
-    wall_ctx_from="run $r.$pos ($side)"
-  elif [ "$ctx" != "$wall_ctx" ]; then
-    echo "bench_gate.sh --wall: refusing to compare runs of different modes, CPUs or backends:" >&2
-    echo "  $wall_ctx_from: $wall_ctx" >&2
-    echo "  run $r.$pos ($side): $ctx" >&2
-    exit 2
-  fi
-  awk -v r="$r" -v p="$pos" -v s="$side" '
+# wall_samples SUMMARY ROUND POS SIDE: appends the summary's rows to samples.tsv (round, position,
+# side, row, fastest case burst and fastest reference burst in ns a call, reference).
+wall_samples() {
+  awk -v r="$2" -v p="$3" -v s="$4" '
     function field(k,   m) {
       if (!match($0, "\"" k "\": (\"[^\"]*\"|[^,}]*)")) return ""
       m = substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 4)
@@ -176,7 +151,64 @@ wall_run() {
     }
     /^    \{"name": / && field("status") == "ok" && field("wall_case_ns") != "" && field("wall_ref_ns") != "" {
       print r "\t" p "\t" s "\t" field("name") "\t" field("wall_case_ns") "\t" field("wall_ref_ns") "\t" field("baseline")
-    }' "$d/summary-wall.json" >>"$out/samples.tsv"
+    }' "$1" >>"$out/samples.tsv"
+}
+
+# wall_check RUNDIR LABEL: the run's summary exists and its context matches the first run's.
+wall_check() {
+  local d=$1 label=$2 ctx
+  [ -s "$d/summary-wall.json" ] || wall_die "$label wrote no summary; see $d/report.txt"
+  ctx=$(wall_context "$d/summary-wall.json")
+  if [ -z "$wall_ctx" ]; then
+    wall_ctx=$ctx
+    wall_ctx_from=$label
+  elif [ "$ctx" != "$wall_ctx" ]; then
+    echo "bench_gate.sh --wall: refusing to compare runs of different modes, CPUs or backends:" >&2
+    echo "  $wall_ctx_from: $wall_ctx" >&2
+    echo "  $label: $ctx" >&2
+    exit 2
+  fi
+}
+
+# wall_round ROUND LEAD: one round - A's and B's vidmm_bench started together, taking turns
+# through two FIFOs (bench/b_wall.c), LEAD (a or b) opening each case; both sides' rows go to
+# samples.tsv (position 1 the lead, 2 the other).
+wall_round() {
+  local r=$1 lead=$2 side peer d bin bv st=0 pa pb
+  local rd="$out/runs/r$r"
+  mkdir -p "$rd/a" "$rd/b"
+  rm -f "$rd/fifo-ab" "$rd/fifo-ba"
+  mkfifo "$rd/fifo-ab" "$rd/fifo-ba"
+  for side in a b; do
+    bv="wall_bin_$side"
+    bin=${!bv}
+    d="$rd/$side"
+    # A reads fifo-ba and writes fifo-ab, B the other way round.
+    if [ "$side" = a ]; then peer="$rd/fifo-ba:$rd/fifo-ab"; else peer="$rd/fifo-ab:$rd/fifo-ba"; fi
+    [ "$side" = "$lead" ] && peer="$peer:lead"
+    (cd "$d" && exec "$bin" --vbench_mode=wall --vbench_filter="$wall_filter_re" --vbench_out_dir="$d" \
+       --vbench_commit="wall-$side" --vbench_wall_peer="$peer" "${wall_default_args[@]}" "${wall_gb_args[@]}" \
+       >"$d/report.txt" 2>&1) &
+    if [ "$side" = a ]; then pa=$!; else pb=$!; fi
+  done
+  wait "$pa" || st=$?
+  wait "$pb" || st=$?
+  rm -f "$rd/fifo-ab" "$rd/fifo-ba"
+  if [ "$st" -ne 0 ]; then
+    for side in a b; do
+      if grep -q 'unknown --vbench_mode=wall' "$rd/$side/report.txt"; then
+        wall_die "$side has no --vbench_mode=wall (a bench/ older than it: --own-bench with an older revision, or a build directory of an older tree)"
+      fi
+      echo "bench_gate.sh --wall: round $r, $side: the end of $rd/$side/report.txt:" >&2
+      tail -n 5 "$rd/$side/report.txt" >&2
+    done
+    wall_die "round $r: a run exited $st"
+  fi
+  for side in a b; do
+    wall_check "$rd/$side" "round $r ($side)"
+    if [ "$side" = "$lead" ]; then wall_samples "$rd/$side/summary-wall.json" "$r" 1 "$side"
+    else wall_samples "$rd/$side/summary-wall.json" "$r" 2 "$side"; fi
+  done
 }
 
 # wall_stats: samples.tsv -> wall-table.tsv (rows slower first, then faster, then the others; by
@@ -223,7 +255,7 @@ wall_stats() {
       }
     }' "$out/samples.tsv" | LC_ALL=C sort -t"$(printf '\t')" -k1,1n -k2,2 | cut -f2- >"$out/wall-table.body"
   {
-    echo "# $wall_nrounds ABBA rounds ($((wall_nrounds * 2)) runs a side), cases matching '$wall_filter_re'; verdict margin ±$wall_margin%"
+    echo "# $wall_nrounds rounds (one run a side, A and B in turns), cases matching '$wall_filter_re'; verdict margin ±$wall_margin%"
     echo "# context of every run: $wall_ctx"
     cat "$out/wall-table.body"
   } >"$out/wall-table.tsv"
@@ -231,7 +263,7 @@ wall_stats() {
 }
 
 wall_main() {
-  local t_start pos r order side
+  local t_start r lead
   t_start=$(date +%s)
   out=$(cd "$out" && pwd)   # the runs work in their own folders
   in_git=0
@@ -248,13 +280,9 @@ wall_main() {
   wall_ctx=
   wall_nrounds=$wall_rounds
   for ((r = 1; r <= wall_rounds; r++)); do
-    if [ $((r % 2)) -eq 1 ]; then order="a b b a"; else order="b a a b"; fi
-    pos=0
-    for side in $order; do
-      pos=$((pos + 1))
-      wall_run "$r" "$pos" "$side"
-    done
-    wsay "round $r/$wall_rounds ($(echo "$order" | tr 'ab' 'AB' | tr -d ' ')) done, $(($(date +%s) - t_start)) s"
+    if [ $((r % 2)) -eq 1 ]; then lead=a; else lead=b; fi
+    wall_round "$r" "$lead"
+    wsay "round $r/$wall_rounds (A and B in turns, $(echo "$lead" | tr 'ab' 'AB') first) done, $(($(date +%s) - t_start)) s"
   done
   wall_stats
   {
