@@ -2,7 +2,8 @@
 /* bench/b_wall.c - --vbench_mode=wall, the runs of tools/bench_gate.sh --wall: every selected
  * case that has a same-run reference (the memcpy or memset of the same bytes) is timed in short
  * bursts interleaved with that reference, and its figure is the fastest reference burst over
- * the fastest case burst.
+ * the fastest case burst. With --vbench_wall_peer the run takes turns with the other build's run
+ * (below), so that both builds meet the same moments of the machine.
  *
  * Why (measured on the project's shared 2-core KVM guest, Intel Xeon Cascade Lake, while three
  * other agents built code: load average 2 to 9):
@@ -18,10 +19,13 @@
  *   4.4-4.6 us a call in 28 of 32 runs, the fastest fill burst 4.6-4.8 us (build A) and 5.0-5.3 us
  *   (the build slowed by 10%). A shared machine only ever adds time, so the minimum over many
  *   short bursts is the estimator (minimum of k), where a mean over long ones is not.
- * - Running the two builds' processes in lockstep (taking turns burst by burst through FIFOs, so
- *   that both meet the same moments) was tried and dropped: a process woken for every turn was
- *   preempted far more than one that keeps running - not one clean 256 KiB memset burst of 48 in
- *   some runs.
+ * - But whether a run meets a quiet moment at all depends on the minute: at load 7 the fastest
+ *   256 KiB fill burst of one build ranged 4573-7447 ns across its runs (0.25 s of bursts each),
+ *   and two runs one after the other (ABBA) met different minutes. Hence the turns: A's and B's
+ *   runs alternate every ~30 ms of a case, F S S F F S S F, and their fastest bursts come from
+ *   the same minutes. Turns of one 2 ms burst were tried first and dropped: a process woken every
+ *   2 ms was preempted far more than one that keeps running (not one clean 256 KiB memset burst
+ *   of 48 in some runs).
  * Quads C R R C and R C C R (alternating) keep each case's bursts next to its reference's.
  *
  * A burst is at least WALL_BURST_S long and at least WALL_MIN_CALLS calls: its time is the mean
@@ -46,9 +50,9 @@
 #include <unistd.h>
 
 /* How long the quads (4 bursts: the case twice, its reference twice) of one case go on, the
- * fewest quads a case gets however slow it is, how long a burst lasts at least and how many calls
- * it makes at least. Short bursts, many of them: at load 8 the fastest of 32 bursts of 1 ms
- * (16 quads) was still a preempted one in a third of the runs of the 256 KiB fill. */
+ * fewest quads a case gets however slow it is (solo), how long a burst lasts at least and how
+ * many calls it makes at least. Short bursts, many of them: at load 8 the fastest of 32 bursts
+ * of 1 ms (16 quads) was still a preempted one in a third of the runs of the 256 KiB fill. */
 #define WALL_CASE_S_DEFAULT 0.25
 #define WALL_MIN_QUADS 6
 #define WALL_BURST_S_DEFAULT 250e-6
@@ -113,7 +117,14 @@ static uint64_t calibrate(int id)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Lockstep with a peer (--vbench_wall_peer): the other build's run takes turns with this one.
+ * Turns with a peer (--vbench_wall_peer): the other build's run takes turns with this one.
+ *
+ * Two FIFOs join the runs; one of them runs at any moment, the other waits in read(). Per case
+ * each side first calibrates (the lead, then the other), then the two take WALL_TURNS turns each
+ * in the order F S S F F S S F (F the lead), each turn quads for wall_case_s / WALL_TURNS, one
+ * quad at least. The token passed is the case's number and a hash of its name: two runs whose
+ * case lists differ stop (exit 2) instead of comparing different cases; a run that stops (an
+ * error, a failed case) ends the other's with an end of file.
  * ------------------------------------------------------------------------------------------- */
 
 static int peer_in = -1, peer_out = -1;

@@ -17,7 +17,7 @@
 #                                       the rows that call them
 #   tools/bench_gate.sh --wall A B      wall-clock comparison, reported and never enforced (CI does not
 #                                       run it): A and B (git revisions, worktree, or build directories
-#                                       holding a built vidmm_bench) run interleaved in ABBA rounds, each
+#                                       holding a built vidmm_bench) run at once, taking turns, each
 #                                       case in short bursts against the same run's memcpy/memset; per row
 #                                       the median change, its 95% (sign-test) interval and a verdict
 #                                       (faster, slower, no measurable change), a Markdown report and an

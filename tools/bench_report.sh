@@ -219,10 +219,10 @@ EOF
     awk -F'\t' '!/^#/ { printf "| `%s` | %d | %+.2f%% | [%+.2f%%, %+.2f%%] (%.1f%%) | %s | %.3f | %.3f | %s |\n",
                         $1, $2, $3, $4, $5, $10, $6, $7, $8, $9 }' "$table"
     echo
-    echo "Change: the median over ABBA rounds of B's time per call against A's. Each run times every"
-    echo "case in short bursts interleaved with its reference (memcpy or memset of the same bytes:"
-    echo "bench/b_wall.c); a side's figure in a round is its fastest case burst over its fastest"
-    echo "reference burst, over both of its runs. Positive is slower. The interval is the"
+    echo "Change: the median over rounds of B's time per call against A's. In a round A's and B's runs"
+    echo "take turns; each times every case in short bursts interleaved with its reference (memcpy or"
+    echo "memset of the same bytes: bench/b_wall.c), and a side's figure is its fastest case burst over"
+    echo "its fastest reference burst. Positive is slower. The interval is the"
     echo "distribution-free (sign-test) interval of that median over the rounds, its coverage in"
     echo "brackets (at least 95% from 6 rounds up). A verdict needs the whole interval beyond ±$margin%;"
     echo "otherwise: no measurable change."

@@ -20,27 +20,28 @@
 # --cmake-a ARG / --cmake-b ARG add a cmake argument to one side's build (repeatable), e.g.
 # --cmake-b -DVIDMM_BENCH_SELFTEST_SLOWDOWN=WALL, the check that a 10% slowdown is seen.
 #
-# Rounds: --rounds N (default 9) rounds, alternately A B B A and B A A B, one vidmm_bench run each
-# (--vbench_mode=wall, cases matching --filter, default wall_filter below), all in one session.
-# A run times each case in short bursts (250 us or more, 10 calls or more) interleaved with the
-# memcpy (memset for fills) of the same bytes, quads C R R C / R C C R for 0.25 s a case, and
+# Rounds: --rounds N (default 15) rounds, all in one session. A round starts A's and B's
+# vidmm_bench together (--vbench_mode=wall, cases matching --filter, default wall_filter below),
+# joined by two FIFOs in the round's folder, and they take turns (bench/b_wall.c): per case 8
+# turns a side of ~30 ms, in the order F S S F F S S F, F the lead - A in odd rounds, B in even
+# ones. In its turns a run times the case in short bursts (250 us or more, 10 calls or more)
+# interleaved with the memcpy (memset for fills) of the same bytes, quads C R R C / R C C R, and
 # reports the fastest burst of each (bench/b_wall.c says why: on this shared machine only the
-# fastest of many short bursts is steady; means and Google Benchmark's repetitions move with
-# the load). A round's figure per row: each side's fastest case burst over its fastest reference
-# burst, both over the side's two runs of the round (a run that met a busy minute throughout
-# counts only when the other was no better), then log(B's) - log(A's); ABBA cancels a linear
-# drift within the round, and alternating the order a first-run or last-run effect. Per row:
-# the median over rounds (a change of B's time against A's, positive = slower), its
+# fastest of many short bursts is steady, means and Google Benchmark's repetitions move with the
+# load, and whether a run meets a quiet moment at all depends on the minute - so the two sides
+# take turns within the same minutes rather than running one after the other). A round's figure
+# per row: log of B's fastest case burst over its fastest reference burst minus the same of A.
+# Per row: the median over rounds (a change of B's time against A's, positive = slower), its
 # distribution-free interval - the order statistics d(k) and d(n+1-k) of the n round figures,
 # k the largest with P(Binomial(n, 1/2) < k) <= 2.5% (the sign test's interval: at least 95%
-# for any distribution of independent rounds from 6 rounds up; 9 rounds: d(2) to d(8), 96.1%),
+# for any distribution of independent rounds from 6 rounds up; 15 rounds: d(4) to d(12), 96.5%),
 # and the verdict - slower or faster when the whole interval lies beyond +-margin (--margin PCT,
 # default 3), else no measurable change. (It replaced a bootstrap of the median, whose
 # percentile interval is too narrow with a few rounds.)
 #
 # It refuses (exit 2) to compare runs whose mode, CPU model, CPU features or active backend
 # differ (the summary JSON's context): a build that chose another backend measures another code.
-# Results in --out DIR (default build/wall-report): runs/ (every run's summary, report and
+# Results in --out DIR (default build/wall-report): runs/rN/{a,b} (every run's summary, report and
 # wall-bursts.tsv, each burst's time), samples.tsv, wall-table.tsv (the interval's coverage last),
 # table.txt, report.md and wall-change.svg. Two bench/ trees of before --vbench_mode=wall cannot
 # be compared (--own-bench with an older revision): the tool says so.
@@ -51,8 +52,8 @@
 # shellcheck disable=SC2154  # tmp, root, jobs, wall_* are set by tools/bench_gate.sh, which sources this
 
 # The default rows: the public fill at 256 KiB and 4 MiB (vidmm_fill32(), which the WALL slowdown
-# slows) and four 4 MiB swizzle rows that nothing slows - ~3.5 s a run at load 8, ~2-2.5 min for
-# 9 rounds.
+# slows) and four 4 MiB swizzle rows that nothing slows - ~9 s a round at load 7, ~2-2.5 min
+# for 15 rounds.
 # shellcheck disable=SC2034  # read by tools/bench_gate.sh
 wall_filter='^fill/auto/auto/(262144|4194304)$|^(de)?swizzle/(bl|intel_y)_e4/auto/4194304$'
 
