@@ -256,15 +256,16 @@ struct b_run_info {
     const char *mode;            /* "quick", "full", "targets", "wall" */
     const char *gbench_json;     /* path of Google Benchmark's JSON, "" if none */
     const char *gbench_args;     /* the flags handed to Google Benchmark */
-    double wall_s;               /* wall time of vbench_run() */
+    double wall_s;               /* wall time of vbench_run() (wall mode: of b_wall_run()) */
 };
 
 /* b_target_cases() marks 'selected' on the cases the target table needs (--vbench_mode=targets). */
 void b_target_cases(void);
 /* --vbench_mode=wall (b_wall.c): b_wall_config() sets the time per case and the least burst
- * length, in seconds (returns -1 when out of range); b_wall_run() times every registered case that has a
- * registered reference in bursts interleaved with it, sets its wall_* fields, writes every burst
- * to 'bursts_tsv', and returns how many cases it measured (-1: the file cannot be written). */
+ * length, in seconds (returns -1 when out of range); b_wall_run() times every registered case
+ * that has a registered reference in bursts interleaved with it, sets its wall_* fields, writes
+ * every burst to 'bursts_tsv', and returns how many cases it measured (-1: the file cannot be
+ * written). */
 int b_wall_config(double case_s, double burst_s);
 double b_wall_case_s(void);
 double b_wall_burst_s(void);

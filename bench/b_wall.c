@@ -268,7 +268,8 @@ int b_wall_run(bool progress, const char *bursts_tsv)
                 continue;
             double t_turn = b_now_s();
             int q0 = j;
-            while (ok && (j - q0 < 1 || b_now_s() - t_turn < wall_case_s / turns || (turns == 1 && j < WALL_MIN_QUADS))) {
+            while (ok && (j - q0 < 1 || b_now_s() - t_turn < wall_case_s / turns ||
+                          (turns == 1 && j < WALL_MIN_QUADS))) {
                 for (int p = 0; p < 4 && ok; p++) {
                     /* Quad j: C R R C for even j, R C C R for odd j. */
                     bool is_case = (p == 0 || p == 3) == (j % 2 == 0);
