@@ -90,6 +90,10 @@ struct b_case {
     char ref_name[B_NAME_MAX];     /* the memcpy/memset case of the same size, "" if none */
     char ceil_name[B_NAME_MAX];    /* the ceiling case, "" if none */
     int ref_case, ceil_case;       /* indexes of the above in the table, -1 if absent */
+    double wall_case_s, wall_ref_s; /* --vbench_mode=wall (b_wall.c): the fastest burst of the
+                                      case and of its reference, seconds a call; valid when
+                                      wall_quads is not 0 */
+    int wall_quads;                /* quads behind them, 0 outside wall mode */
     bool selected;                 /* registered with the shim */
     int id;                        /* shim id, -1 when not registered */
 };
@@ -249,14 +253,28 @@ void b_ceil_clflush(void *p, size_t n);
 struct b_run_info {
     const char *commit;
     const char *date;            /* UTC, ISO 8601 */
-    const char *mode;            /* "quick", "full", "targets" */
+    const char *mode;            /* "quick", "full", "targets", "wall" */
     const char *gbench_json;     /* path of Google Benchmark's JSON, "" if none */
     const char *gbench_args;     /* the flags handed to Google Benchmark */
-    double wall_s;               /* wall time of vbench_run() */
+    double wall_s;               /* wall time of vbench_run() (wall mode: of b_wall_run()) */
 };
 
 /* b_target_cases() marks 'selected' on the cases the target table needs (--vbench_mode=targets). */
 void b_target_cases(void);
+/* --vbench_mode=wall (b_wall.c): b_wall_config() sets the time per case and the least burst
+ * length, in seconds (returns -1 when out of range); b_wall_run() times every registered case
+ * that has a registered reference in bursts interleaved with it, sets its wall_* fields, writes
+ * every burst to 'bursts_tsv', and returns how many cases it measured (-1: the file cannot be
+ * written). */
+int b_wall_config(double case_s, double burst_s);
+double b_wall_case_s(void);
+double b_wall_burst_s(void);
+int b_wall_run(bool progress, const char *bursts_tsv);
+/* b_wall_peer() makes the wall run take turns with another process (b_wall.c): 'spec' is
+ * "IN:OUT", two FIFOs (the other's OUT and IN), 'lead' says which side this is. Returns 0, or
+ * -1 (printed). */
+int b_wall_peer(const char *spec, bool lead);
+
 /* b_report_print() prints the table of every case and the target table to stdout. */
 void b_report_print(const struct b_run_info *run);
 /* b_report_write_summary() writes the summary JSON to 'path'. Returns 0 or -1 (printed). */

@@ -37,6 +37,17 @@ static void help(void)
           "          interleaving, CLFLUSH at every size.\n"
           "        targets: only the cases of the issue's target table (and their references),\n"
           "          --benchmark_min_time=0.2, 5 repetitions, random interleaving.\n"
+          "        wall: quick mode's cases, but not through Google Benchmark: each case that has a\n"
+          "          memcpy/memset reference is timed in bursts interleaved with it (quads C R R C /\n"
+          "          R C C R), its ratio the fastest reference burst over the fastest case burst\n"
+          "          (bench/b_wall.c); the runs of tools/bench_gate.sh --wall. Usually with\n"
+          "          --vbench_filter. Every burst goes to wall-bursts.tsv in --vbench_out_dir.\n"
+          "  --vbench_wall_case_ms=MS   wall mode: time per case (default 250; 6 quads at least)\n"
+          "  --vbench_wall_burst_us=US  wall mode: least length of a burst (default 250; and at\n"
+          "        least 10 calls)\n"
+          "  --vbench_wall_peer=IN:OUT[:lead]  wall mode: take turns with another vidmm_bench\n"
+          "        through two FIFOs (tools/bench_gate.sh --wall runs A and B so); 'lead' on one\n"
+          "        side\n"
           "  --vbench_filter=REGEX   run only cases whose name matches the POSIX extended regular\n"
           "        expression (names: path/variant/backend/bytes), plus the memcpy/memset and\n"
           "        ceiling cases they are compared with. 'swizzle|deswizzle' runs the tiling\n"
@@ -112,7 +123,9 @@ static void select_references(void)
 int main(int argc, char **argv)
 {
     const char *mode_s = "quick", *filter = NULL, *out_dir = "bench-results", *raw_log = NULL;
-    bool progress = false;
+    bool progress = false, wall = false;
+    double wall_case_ms = 0, wall_burst_us = 0;
+    const char *wall_peer = NULL;
     const char *commit = getenv("VIDMM_BENCH_COMMIT");
     const char *gb_out = NULL, *v;
 
@@ -136,6 +149,12 @@ int main(int argc, char **argv)
             raw_log = v;
         else if (strcmp(argv[i], "--vbench_progress") == 0)
             progress = true;
+        else if (starts(argv[i], "--vbench_wall_case_ms=", &v))
+            wall_case_ms = atof(v);
+        else if (starts(argv[i], "--vbench_wall_burst_us=", &v))
+            wall_burst_us = atof(v);
+        else if (starts(argv[i], "--vbench_wall_peer=", &v))
+            wall_peer = v;
         else {
             if (starts(argv[i], "--benchmark_out=", &v))
                 gb_out = v;
@@ -150,15 +169,31 @@ int main(int argc, char **argv)
         b_env.mode = B_MODE_FULL;
     } else if (strcmp(mode_s, "targets") == 0) {
         b_env.mode = B_MODE_TARGETS;
+    } else if (strcmp(mode_s, "wall") == 0) {
+        b_env.mode = B_MODE_QUICK;   /* quick mode's case table, timed by b_wall.c */
+        wall = true;
     } else {
-        fprintf(stderr, "vidmm_bench: unknown --vbench_mode=%s (quick, full, targets)\n", mode_s);
+        fprintf(stderr, "vidmm_bench: unknown --vbench_mode=%s (quick, full, targets, wall)\n", mode_s);
+        return 2;
+    }
+    if (wall_peer != NULL && !wall) {
+        fprintf(stderr, "vidmm_bench: --vbench_wall_peer goes with --vbench_mode=wall\n");
+        return 2;
+    }
+    if ((wall_case_ms != 0 || wall_burst_us != 0) &&
+        (!wall || b_wall_config(wall_case_ms ? wall_case_ms * 1e-3 : b_wall_case_s(),
+                                wall_burst_us ? wall_burst_us * 1e-6 : b_wall_burst_s()) != 0)) {
+        fprintf(stderr, "vidmm_bench: --vbench_wall_case_ms (1-60000) and --vbench_wall_burst_us (10-1000000) "
+                        "go with --vbench_mode=wall\n");
         return 2;
     }
 
     static char out_flag[1200], gb_json[1100], summary[1100], args[2048];
     int gargc = 0;
     gargv[gargc++] = argv[0];
-    if (b_env.mode == B_MODE_QUICK) {
+    if (wall) {
+        /* No Google Benchmark run: it only parses the command line (and rejects unknown flags). */
+    } else if (b_env.mode == B_MODE_QUICK) {
         /* ~0.05 s of measured time per case and repetition: one pass over the ~300 cases takes
          * ~30 s on the project's 2-core machine (AMD EPYC, Zen 3), so five interleaved passes
          * (best of 5; a case and its references meet different moments of the machine) take
@@ -181,7 +216,10 @@ int main(int argc, char **argv)
         gargv[gargc++] = "--benchmark_repetitions=5";
         gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
     }
-    if (gb_out == NULL) {
+    if (wall) {
+        snprintf(args, sizeof(args), "wall: bursts of %.0f us or more, %.0f ms a case", b_wall_burst_s() * 1e6,
+                 b_wall_case_s() * 1e3);
+    } else if (gb_out == NULL) {
         snprintf(gb_json, sizeof(gb_json), "%s/gbench-%s.json", out_dir, mode_s);
         snprintf(out_flag, sizeof(out_flag), "--benchmark_out=%s", gb_json);
         gargv[gargc++] = out_flag;
@@ -192,7 +230,7 @@ int main(int argc, char **argv)
         gargv[gargc++] = rest[i];
     gargv[gargc] = NULL;
     size_t alen = 0;
-    for (int i = 1; i < gargc && alen < sizeof(args); i++)
+    for (int i = 1; !wall && i < gargc && alen < sizeof(args); i++)
         alen += (size_t)snprintf(args + alen, sizeof(args) - alen, "%s%s", i > 1 ? " " : "", gargv[i]);
 
     if (vbench_init(&gargc, gargv, help) != 0)
@@ -294,9 +332,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "vidmm_bench: cannot write %s: %s\n", raw_log, strerror(errno));
         return 2;
     }
+    static char bursts_tsv[1100];
+    snprintf(bursts_tsv, sizeof(bursts_tsv), "%s/wall-bursts.tsv", out_dir);
+    if (wall_peer != NULL) {
+        /* IN:OUT, or IN:OUT:lead */
+        static char spec[2100];
+        snprintf(spec, sizeof(spec), "%s", wall_peer);
+        size_t sl = strlen(spec);
+        bool lead = sl > 5 && strcmp(spec + sl - 5, ":lead") == 0;
+        if (lead)
+            spec[sl - 5] = '\0';
+        if (b_wall_peer(spec, lead) != 0)
+            return 2;
+    }
     uint64_t t0 = vbench_now_ns();
-    vbench_run(true);
-    double wall = (double)(vbench_now_ns() - t0) / 1e9;
+    if (wall) {
+        if (b_wall_run(progress, bursts_tsv) < 0)
+            return 2;
+    } else {
+        vbench_run(true);
+    }
+    double wall_s = (double)(vbench_now_ns() - t0) / 1e9;
 
     int ran = 0;
     for (size_t i = 0; i < b_case_count(); i++) {
@@ -309,10 +365,13 @@ int main(int argc, char **argv)
         return 0;   /* --benchmark_list_tests, or a --benchmark_filter that matched nothing */
 
     snprintf(summary, sizeof(summary), "%s/summary-%s.json", out_dir, mode_s);
-    struct b_run_info run = { commit, date, mode_s, gb_out, args, wall };
+    struct b_run_info run = { commit, date, mode_s, wall ? "" : gb_out, args, wall_s };
     b_report_print(&run);
     int rc = b_report_write_summary(summary, &run);
-    printf("\nGoogle Benchmark JSON: %s\nsummary JSON:          %s\n", gb_out, rc == 0 ? summary : "(not written)");
+    if (wall)
+        printf("\nsummary JSON: %s\n", rc == 0 ? summary : "(not written)");
+    else
+        printf("\nGoogle Benchmark JSON: %s\nsummary JSON:          %s\n", gb_out, rc == 0 ? summary : "(not written)");
     int failed = b_report_failed();
     if (failed > 0)
         printf("%d case(s) FAILED (see the table)\n", failed);

@@ -17,11 +17,12 @@
 #                                       the rows that call them
 #   tools/bench_gate.sh --wall A B      wall-clock comparison, reported and never enforced (CI does not
 #                                       run it): A and B (git revisions, worktree, or build directories
-#                                       holding a built vidmm_bench) run interleaved in ABBA rounds, each
-#                                       case as a ratio to the same run's memcpy/memset; per row the median
-#                                       change, a bootstrap 95% interval and a verdict (faster, slower, no
-#                                       measurable change), a Markdown report and an SVG chart. Options:
-#                                       --rounds N (6), --filter REGEX, --margin PCT (3), --cmake-a ARG,
+#                                       holding a built vidmm_bench) run at once, taking turns, each
+#                                       case in short bursts against the same run's memcpy/memset; per row
+#                                       the median change, its 95% (sign-test) interval and a verdict
+#                                       (faster, slower, no measurable change), a Markdown report and an
+#                                       SVG chart. Options:
+#                                       --rounds N (15), --filter REGEX, --margin PCT (3), --cmake-a ARG,
 #                                       --cmake-b ARG, --own-bench, --bench-arg ARG; see tools/bench_wall.sh
 #   tools/bench_gate.sh OLD.json NEW.json [--tolerance=0.10 ...]
 #                                       the wall-clock summaries of tools/bench.sh (bench/bench_gate.c;
@@ -102,7 +103,7 @@ keep=0
 accept=
 harness=
 wall=0
-wall_rounds=6
+wall_rounds=15
 wall_filter_re=
 wall_margin=3
 wall_own_bench=0

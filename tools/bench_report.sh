@@ -169,7 +169,8 @@ EOF
 # report_wall TABLE OUTDIR A_LABEL B_LABEL MARGIN: the chart of a --wall comparison (one bar per
 # row: the median change of B against A with its confidence interval, coloured by verdict; the
 # margin dashed) and OUTDIR/report.md. TABLE: tools/bench_gate.sh --wall's wall-table.tsv
-# (row, rounds, change %, ci low %, ci high %, verdict, A ratio, B ratio, reference).
+# (row, rounds, change %, ci low %, ci high %, verdict, A ratio, B ratio, reference, the
+# interval's coverage %).
 report_wall() {
   local table=$1 dir=$2 la=$3 lb=$4 margin=$5 plot=1 md="$2/report.md" n
   report_deps || plot=0
@@ -182,7 +183,7 @@ report_wall() {
     cat >"$dir/wall-change.gp" <<EOF
 set terminal svg size 900,$((160 + 34 * n)) dynamic noenhanced font 'sans,11'
 set output '$dir/wall-change.svg'
-set title 'B against A: median change of time per call (÷ same-run memcpy/memset), 95% interval'
+set title 'B against A: median change of time per call (÷ same-run memcpy/memset), interval of the median'
 set xlabel 'change of B against A, % (positive: B slower)'
 set yrange [$n + 0.7:0.3]
 set ytics () nomirror
@@ -213,14 +214,17 @@ EOF
       echo "_No chart: ${report_no_plots:-no rows}._"
     fi
     echo
-    echo "| row | rounds | change | 95% interval | verdict | A ÷ ref | B ÷ ref | reference |"
+    echo "| row | rounds | change | interval (coverage) | verdict | A ÷ ref | B ÷ ref | reference |"
     echo "|---|---:|---:|---|---|---:|---:|---|"
-    awk -F'\t' '!/^#/ { printf "| `%s` | %d | %+.2f%% | [%+.2f%%, %+.2f%%] | %s | %.3f | %.3f | %s |\n",
-                        $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$table"
+    awk -F'\t' '!/^#/ { printf "| `%s` | %d | %+.2f%% | [%+.2f%%, %+.2f%%] (%.1f%%) | %s | %.3f | %.3f | %s |\n",
+                        $1, $2, $3, $4, $5, $10, $6, $7, $8, $9 }' "$table"
     echo
-    echo "Change: the median over ABBA rounds of B's time per call against A's, each side's time divided by"
-    echo "the same run's reference (memcpy or memset of the same bytes); positive is slower. The interval"
-    echo "is a bootstrap of that median over rounds. A verdict needs the whole interval beyond ±$margin%;"
+    echo "Change: the median over rounds of B's time per call against A's. In a round A's and B's runs"
+    echo "take turns; each times every case in short bursts interleaved with its reference (memcpy or"
+    echo "memset of the same bytes: bench/b_wall.c), and a side's figure is its fastest case burst over"
+    echo "its fastest reference burst. Positive is slower. The interval is the"
+    echo "distribution-free (sign-test) interval of that median over the rounds, its coverage in"
+    echo "brackets (at least 95% from 6 rounds up). A verdict needs the whole interval beyond ±$margin%;"
     echo "otherwise: no measurable change."
   } >"$md"
   echo "$md"

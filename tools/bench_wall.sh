@@ -20,22 +20,31 @@
 # --cmake-a ARG / --cmake-b ARG add a cmake argument to one side's build (repeatable), e.g.
 # --cmake-b -DVIDMM_BENCH_SELFTEST_SLOWDOWN=WALL, the check that a 10% slowdown is seen.
 #
-# Rounds: --rounds N (default 6) rounds, alternately A B B A and B A A B, one vidmm_bench run each
-# (quick mode with 15 repetitions of 0.02 s, cases matching --filter, default wall_filter below),
-# all in one session. Each run
-# gives every case's best repetition divided by the best repetition of the memcpy (memset for
-# fills) of the same bytes in the same run - the ratio bench.sh reports, which cancels what the
-# machine does between runs. A round's figure per row is log(A's ratio) - log(B's ratio), both runs
-# of each side averaged: ABBA cancels a linear drift within the round, and alternating the order
-# cancels a first-run or last-run effect. Per row: the median over rounds (as a change of B's time
-# against A's, positive = slower), a 95% interval from 4000 bootstrap resamples of the rounds
-# (fixed seed: the same figures give the same interval), and the verdict - slower or faster when
-# the whole interval lies beyond +-margin (--margin PCT, default 3), else no measurable change.
+# Rounds: --rounds N (default 15) rounds, all in one session. A round starts A's and B's
+# vidmm_bench together (--vbench_mode=wall, cases matching --filter, default wall_filter below),
+# joined by two FIFOs in the round's folder, and they take turns (bench/b_wall.c): per case 8
+# turns a side of ~30 ms, in the order F S S F F S S F, F the lead - A in odd rounds, B in even
+# ones. In its turns a run times the case in short bursts (250 us or more, 10 calls or more)
+# interleaved with the memcpy (memset for fills) of the same bytes, quads C R R C / R C C R, and
+# reports the fastest burst of each (bench/b_wall.c says why: on this shared machine only the
+# fastest of many short bursts is steady, means and Google Benchmark's repetitions move with the
+# load, and whether a run meets a quiet moment at all depends on the minute - so the two sides
+# take turns within the same minutes rather than running one after the other). A round's figure
+# per row: log of B's fastest case burst over its fastest reference burst minus the same of A.
+# Per row: the median over rounds (a change of B's time against A's, positive = slower), its
+# distribution-free interval - the order statistics d(k) and d(n+1-k) of the n round figures,
+# k the largest with P(Binomial(n, 1/2) < k) <= 2.5% (the sign test's interval: at least 95%
+# for any distribution of independent rounds from 6 rounds up; 15 rounds: d(4) to d(12), 96.5%),
+# and the verdict - slower or faster when the whole interval lies beyond +-margin (--margin PCT,
+# default 3), else no measurable change. (It replaced a bootstrap of the median, whose
+# percentile interval is too narrow with a few rounds.)
 #
 # It refuses (exit 2) to compare runs whose mode, CPU model, CPU features or active backend
 # differ (the summary JSON's context): a build that chose another backend measures another code.
-# Results in --out DIR (default build/wall-report): runs/ (every run's summary and raw log),
-# samples.tsv, wall-table.tsv, table.txt, report.md and wall-change.svg.
+# Results in --out DIR (default build/wall-report): runs/rN/{a,b} (every run's summary, report and
+# wall-bursts.tsv, each burst's time), samples.tsv, wall-table.tsv (the interval's coverage last),
+# table.txt, report.md and wall-change.svg. Two bench/ trees of before --vbench_mode=wall cannot
+# be compared (--own-bench with an older revision): the tool says so.
 # Exit status: 0 no row slower; 1 a row slower (a report: CI does not run this); 2 usage, build
 # or run error, or runs that cannot be compared.
 
@@ -43,15 +52,15 @@
 # shellcheck disable=SC2154  # tmp, root, jobs, wall_* are set by tools/bench_gate.sh, which sources this
 
 # The default rows: the public fill at 256 KiB and 4 MiB (vidmm_fill32(), which the WALL slowdown
-# slows) and four 4 MiB swizzle rows that nothing slows - ~4.5 s a run, ~2 min for 6 rounds.
+# slows) and four 4 MiB swizzle rows that nothing slows - ~9 s a round at load 7, ~2-2.5 min
+# for 15 rounds.
 # shellcheck disable=SC2034  # read by tools/bench_gate.sh
 wall_filter='^fill/auto/auto/(262144|4194304)$|^(de)?swizzle/(bl|intel_y)_e4/auto/4194304$'
 
-# Each run: 15 repetitions of 0.02 s (quick mode's are 5 of 0.05 s), so that each side's best
-# repetition and its reference's survive a busy moment of a shared machine: per-run ratios of the
-# default rows spread by ~±4% instead of ~±8% here (4 runs each way, 2026-11-26). --bench-arg
-# flags come after these and win.
-wall_default_gb=(--benchmark_repetitions=15 --benchmark_min_time=0.02)
+# Each run: vidmm_bench --vbench_mode=wall with its defaults (0.25 s a case, bursts of 250 us and
+# 10 calls or more: bench/b_wall.c); --bench-arg flags (--vbench_wall_case_ms=,
+# --vbench_wall_burst_us=) come after these and win.
+wall_default_args=()
 
 wall_die() { echo "bench_gate.sh --wall: $*" >&2; exit 2; }
 wsay() { echo "=== bench_gate --wall: $*"; }
@@ -131,77 +140,123 @@ wall_context() {
     END { print s }' "$1"
 }
 
-# wall_run ROUND POS SIDE: one run of SIDE's vidmm_bench; appends its rows to samples.tsv.
-wall_run() {
-  local r=$1 pos=$2 side=$3 bin d ctx st
-  local bv="wall_bin_$side"
-  bin=${!bv}
-  d="$out/runs/r$r-$pos-$side"
-  mkdir -p "$d"
-  set +e
-  (cd "$d" && "$bin" --vbench_mode=quick --vbench_filter="$wall_filter_re" --vbench_out_dir="$d" \
-     --vbench_commit="wall-$side" --vbench_raw_log="$d/raw.log" "${wall_default_gb[@]}" "${wall_gb_args[@]}" >"$d/report.txt" 2>&1)
-  st=$?
-  set -e
-  [ "$st" -eq 0 ] || wall_die "run $r.$pos ($side: $bin) exited $st; see $d/report.txt"
-  [ -s "$d/summary-quick.json" ] || wall_die "run $r.$pos ($side) wrote no summary; see $d/report.txt"
-  ctx=$(wall_context "$d/summary-quick.json")
+# wall_samples SUMMARY ROUND POS SIDE: appends the summary's rows to samples.tsv (round, position,
+# side, row, fastest case burst and fastest reference burst in ns a call, reference).
+wall_samples() {
+  awk -v r="$2" -v p="$3" -v s="$4" '
+    function field(k,   m) {
+      if (!match($0, "\"" k "\": (\"[^\"]*\"|[^,}]*)")) return ""
+      m = substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 4)
+      gsub(/"/, "", m)
+      return m == "null" ? "" : m
+    }
+    /^    \{"name": / && field("status") == "ok" && field("wall_case_ns") != "" && field("wall_ref_ns") != "" {
+      print r "\t" p "\t" s "\t" field("name") "\t" field("wall_case_ns") "\t" field("wall_ref_ns") "\t" field("baseline")
+    }' "$1" >>"$out/samples.tsv"
+}
+
+# wall_check RUNDIR LABEL: the run's summary exists and its context matches the first run's.
+wall_check() {
+  local d=$1 label=$2 ctx
+  [ -s "$d/summary-wall.json" ] || wall_die "$label wrote no summary; see $d/report.txt"
+  ctx=$(wall_context "$d/summary-wall.json")
   if [ -z "$wall_ctx" ]; then
     wall_ctx=$ctx
-    wall_ctx_from="run $r.$pos ($side)"
+    wall_ctx_from=$label
   elif [ "$ctx" != "$wall_ctx" ]; then
     echo "bench_gate.sh --wall: refusing to compare runs of different modes, CPUs or backends:" >&2
     echo "  $wall_ctx_from: $wall_ctx" >&2
-    echo "  run $r.$pos ($side): $ctx" >&2
+    echo "  $label: $ctx" >&2
     exit 2
   fi
-  summary_cases "$d/summary-quick.json" |
-    awk -F'\t' -v r="$r" -v p="$pos" -v s="$side" '$9 != "" { print r "\t" p "\t" s "\t" $1 "\t" $9 "\t" $7 }' \
-      >>"$out/samples.tsv"
+}
+
+# wall_round ROUND LEAD: one round - A's and B's vidmm_bench started together, taking turns
+# through two FIFOs (bench/b_wall.c), LEAD (a or b) opening each case; both sides' rows go to
+# samples.tsv (position 1 the lead, 2 the other).
+wall_round() {
+  local r=$1 lead=$2 side peer d bin bv st=0 pa pb
+  local rd="$out/runs/r$r"
+  mkdir -p "$rd/a" "$rd/b"
+  rm -f "$rd/fifo-ab" "$rd/fifo-ba"
+  mkfifo "$rd/fifo-ab" "$rd/fifo-ba"
+  for side in a b; do
+    bv="wall_bin_$side"
+    bin=${!bv}
+    d="$rd/$side"
+    # A reads fifo-ba and writes fifo-ab, B the other way round.
+    if [ "$side" = a ]; then peer="$rd/fifo-ba:$rd/fifo-ab"; else peer="$rd/fifo-ab:$rd/fifo-ba"; fi
+    [ "$side" = "$lead" ] && peer="$peer:lead"
+    (cd "$d" && exec "$bin" --vbench_mode=wall --vbench_filter="$wall_filter_re" --vbench_out_dir="$d" \
+       --vbench_commit="wall-$side" --vbench_wall_peer="$peer" "${wall_default_args[@]}" "${wall_gb_args[@]}" \
+       >"$d/report.txt" 2>&1) &
+    if [ "$side" = a ]; then pa=$!; else pb=$!; fi
+  done
+  wait "$pa" || st=$?
+  wait "$pb" || st=$?
+  rm -f "$rd/fifo-ab" "$rd/fifo-ba"
+  if [ "$st" -ne 0 ]; then
+    for side in a b; do
+      if grep -q 'unknown --vbench_mode=wall' "$rd/$side/report.txt"; then
+        wall_die "$side has no --vbench_mode=wall (a bench/ older than it: --own-bench with an older revision, or a build directory of an older tree)"
+      fi
+      echo "bench_gate.sh --wall: round $r, $side: the end of $rd/$side/report.txt:" >&2
+      tail -n 5 "$rd/$side/report.txt" >&2
+    done
+    wall_die "round $r: a run exited $st"
+  fi
+  for side in a b; do
+    wall_check "$rd/$side" "round $r ($side)"
+    if [ "$side" = "$lead" ]; then wall_samples "$rd/$side/summary-wall.json" "$r" 1 "$side"
+    else wall_samples "$rd/$side/summary-wall.json" "$r" 2 "$side"; fi
+  done
 }
 
 # wall_stats: samples.tsv -> wall-table.tsv (rows slower first, then faster, then the others; by
 # name within each).
 wall_stats() {
-  awk -F'\t' -v margin="$wall_margin" -v boots=4000 '
-    function median(v, n,   i, j, t, w) {
-      for (i = 1; i <= n; i++) w[i] = v[i]
-      for (i = 2; i <= n; i++) { t = w[i]; for (j = i - 1; j >= 1 && w[j] > t; j--) w[j + 1] = w[j]; w[j + 1] = t }
-      return n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+  awk -F'\t' -v margin="$wall_margin" '
+    function sort(v, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
     }
     function pct(x) { return (exp(x) - 1) * 100 }
+    function lower(cur, x) { return cur == "" || x + 0 < cur + 0 ? x + 0 : cur }
     {
-      k = $4 SUBSEP $1; ref[$4] = $6
-      if ($3 == "a") { sa[k] += log($5); na[k]++ } else { sb[k] += log($5); nb[k]++ }
+      k = $4 SUBSEP $1 SUBSEP $3; ref[$4] = $7
+      mc[k] = lower(mc[k], $5); mr[k] = lower(mr[k], $6)
       rows[$4] = 1; rounds[$1] = 1
-      if ($3 == "a") { ga[$4] += log($5); gna[$4]++ } else { gb[$4] += log($5); gnb[$4]++ }
     }
     END {
-      srand(20261126)
       for (row in rows) {
-        n = 0
+        n = 0; la = 0; lb = 0
         for (r in rounds) {
-          k = row SUBSEP r
-          if (na[k] > 0 && nb[k] > 0) d[++n] = sa[k] / na[k] - sb[k] / nb[k]  # log(A/B) of ratios: + = B slower
+          ka = row SUBSEP r SUBSEP "a"; kb = row SUBSEP r SUBSEP "b"
+          if (!(ka in mc) || !(kb in mc)) continue
+          # log of (case / reference) times, B against A: + = B slower
+          d[++n] = log(mc[kb] / mr[kb]) - log(mc[ka] / mr[ka])
+          la += log(mr[ka] / mc[ka]); lb += log(mr[kb] / mc[kb])
         }
         if (n == 0) continue
-        m = median(d, n)
-        for (b = 1; b <= boots; b++) {
-          for (i = 1; i <= n; i++) x[i] = d[int(rand() * n) + 1]
-          bm[b] = median(x, n)
+        sort(d, n)
+        m = n % 2 ? d[(n + 1) / 2] : (d[n / 2] + d[n / 2 + 1]) / 2
+        # The distribution-free interval of the median: [d(k), d(n+1-k)] with the largest k whose
+        # tail P(Binomial(n, 1/2) < k) stays within 2.5% (k = 1 below 6 rounds: then wider odds).
+        k = 1; c = 0; p = 0.5 ^ n; tail = p
+        while (1) {
+          p = p * (n - c) / (c + 1); c++
+          if (tail + p > 0.025 || k + 1 > n + 1 - (k + 1)) break
+          tail += p; k++
         }
-        # percentiles of the bootstrap medians (sorted once, in place)
-        for (i = 2; i <= boots; i++) { t = bm[i]; for (j = i - 1; j >= 1 && bm[j] > t; j--) bm[j + 1] = bm[j]; bm[j + 1] = t }
-        lo = bm[int(0.025 * boots) + 1]; hi = bm[int(0.975 * boots)]
+        lo = d[k]; hi = d[n + 1 - k]
         v = pct(lo) > margin ? "slower" : pct(hi) < -margin ? "faster" : "no measurable change"
         o = v == "slower" ? 0 : v == "faster" ? 1 : 2
-        printf "%d\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%.4f\t%.4f\t%s\n", o, row, n, pct(m), pct(lo), pct(hi), v,
-               exp(ga[row] / gna[row]), exp(gb[row] / gnb[row]), ref[row]
+        printf "%d\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%.4f\t%.4f\t%s\t%.1f\n", o, row, n, pct(m), pct(lo), pct(hi), v,
+               exp(la / n), exp(lb / n), ref[row], 100 * (1 - 2 * tail)
         delete d
       }
     }' "$out/samples.tsv" | LC_ALL=C sort -t"$(printf '\t')" -k1,1n -k2,2 | cut -f2- >"$out/wall-table.body"
   {
-    echo "# $wall_nrounds ABBA rounds ($((wall_nrounds * 2)) runs a side), cases matching '$wall_filter_re'; verdict margin ±$wall_margin%"
+    echo "# $wall_nrounds rounds (one run a side, A and B in turns), cases matching '$wall_filter_re'; verdict margin ±$wall_margin%"
     echo "# context of every run: $wall_ctx"
     cat "$out/wall-table.body"
   } >"$out/wall-table.tsv"
@@ -209,7 +264,7 @@ wall_stats() {
 }
 
 wall_main() {
-  local t_start pos r order i side
+  local t_start r lead
   t_start=$(date +%s)
   out=$(cd "$out" && pwd)   # the runs work in their own folders
   in_git=0
@@ -226,13 +281,9 @@ wall_main() {
   wall_ctx=
   wall_nrounds=$wall_rounds
   for ((r = 1; r <= wall_rounds; r++)); do
-    if [ $((r % 2)) -eq 1 ]; then order="a b b a"; else order="b a a b"; fi
-    pos=0
-    for side in $order; do
-      pos=$((pos + 1))
-      wall_run "$r" "$pos" "$side"
-    done
-    wsay "round $r/$wall_rounds ($(echo "$order" | tr 'ab' 'AB' | tr -d ' ')) done, $(($(date +%s) - t_start)) s"
+    if [ $((r % 2)) -eq 1 ]; then lead=a; else lead=b; fi
+    wall_round "$r" "$lead"
+    wsay "round $r/$wall_rounds (A and B in turns, $(echo "$lead" | tr 'ab' 'AB') first) done, $(($(date +%s) - t_start)) s"
   done
   wall_stats
   {
@@ -240,7 +291,7 @@ wall_main() {
     echo "# A: $wall_label_a"
     echo "# B: $wall_label_b"
     sed -n 's/^# /# /p' "$out/wall-table.tsv"
-    printf '%-44s %6s %9s %21s  %-22s %8s %8s\n' "row" "rounds" "change" "95% interval" "verdict" "A÷ref" "B÷ref"
+    printf '%-44s %6s %9s %21s  %-22s %8s %8s\n' "row" "rounds" "change" "interval" "verdict" "A÷ref" "B÷ref"
     awk -F'\t' '!/^#/ { printf "%-44s %6d %+8.2f%% [%+8.2f%%, %+8.2f%%]  %-22s %8.3f %8.3f\n", $1, $2, $3, $4, $5, $6, $7, $8 }' \
       "$out/wall-table.tsv"
   } | tee "$out/table.txt"

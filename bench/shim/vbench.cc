@@ -66,7 +66,7 @@ double seconds_since(Clock::time_point t0)
 }  // namespace
 
 struct vbench_state {
-    benchmark::State *gb;
+    benchmark::State *gb;     // nullptr: a direct run (vbench_time_direct())
     Case *c;
     Clock::time_point t0;     // when the clock last started
     double batch_s;           // measured time of the current batch so far
@@ -75,6 +75,8 @@ struct vbench_state {
     bool in_batch;            // a batch handed out by vbench_keep_running_batch() is running
     bool running;             // the clock runs (not paused)
     bool flagged;             // vbench_skip() or vbench_fail() was called
+    uint64_t direct_iters;    // a direct run: the iterations of its one batch
+    bool direct_handed;       // a direct run: the batch was handed out
 };
 
 namespace {
@@ -150,13 +152,15 @@ void run_case(int id, benchmark::State &s)
 
 void flag(vbench_state *st, vbench_status status, const char *prefix, const char *reason)
 {
-    if (st->flagged || st->gb->error_occurred())
+    if (st->flagged || (st->gb != nullptr && st->gb->error_occurred()))
         return;
     st->flagged = true;
     st->c->status = status;
     st->c->reason = reason ? reason : "";
-    std::string msg = std::string(prefix) + st->c->reason;
     st->running = false;
+    if (st->gb == nullptr)
+        return;
+    std::string msg = std::string(prefix) + st->c->reason;
     st->gb->SkipWithError(msg.c_str());
 }
 
@@ -245,6 +249,25 @@ extern "C" {
 
 bool vbench_keep_running_batch(vbench_state *st, uint64_t *n)
 {
+    if (st->gb == nullptr) {
+        // A direct run: one batch of the iterations asked for, then the end.
+        if (st->in_batch) {
+            if (st->running)
+                st->batch_s += seconds_since(st->t0);
+            st->attempt_s += st->batch_s;
+            st->in_batch = false;
+            st->running = false;
+        }
+        if (st->direct_handed || st->flagged)
+            return false;
+        st->direct_handed = true;
+        *n = st->direct_iters;
+        st->batch_s = 0;
+        st->in_batch = true;
+        st->running = true;
+        st->t0 = Clock::now();
+        return true;
+    }
     benchmark::State &s = *st->gb;
     if (st->in_batch) {
         if (st->running)
@@ -306,6 +329,8 @@ void vbench_fail(vbench_state *st, const char *reason)
 
 void vbench_counter(vbench_state *st, const char *name, double value, enum vbench_counter_kind kind)
 {
+    if (st->gb == nullptr)
+        return;
     benchmark::Counter::Flags f = benchmark::Counter::kDefaults;
     if (kind == VBENCH_COUNTER_RATE)
         f = benchmark::Counter::kIsRate;
@@ -418,6 +443,35 @@ int vbench_result(int id, struct vbench_result *out)
     out->median_s = (n % 2) ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     auto best = std::min_element(c.rep_s.begin(), c.rep_s.end());
     out->iterations = c.rep_iters[static_cast<size_t>(best - c.rep_s.begin())];
+    return 0;
+}
+
+int vbench_time_direct(int id, uint64_t iters, double *seconds)
+{
+    if (id < 0 || static_cast<size_t>(id) >= g_cases.size() || iters == 0)
+        return -1;
+    Case &c = g_cases[static_cast<size_t>(id)];
+    if (c.status == VBENCH_SKIPPED || c.status == VBENCH_FAILED)
+        return -1;
+    vbench_state st{};
+    st.c = &c;
+    st.direct_iters = iters;
+    c.fn(&st, c.arg);
+    if (st.flagged || !st.direct_handed)
+        return -1;
+    *seconds = st.attempt_s;
+    return 0;
+}
+
+int vbench_add_direct(int id, double seconds_per_iter, double iters)
+{
+    if (id < 0 || static_cast<size_t>(id) >= g_cases.size())
+        return -1;
+    Case &c = g_cases[static_cast<size_t>(id)];
+    c.rep_s.push_back(seconds_per_iter);
+    c.rep_iters.push_back(iters);
+    if (c.status == VBENCH_NOT_RUN)
+        c.status = VBENCH_OK;
     return 0;
 }
 

@@ -132,6 +132,18 @@ struct vbench_result {
 /* vbench_result() fills '*out' for case 'id'. Returns 0, or -1 for an unknown id. */
 int vbench_result(int id, struct vbench_result *out);
 
+/* vbench_time_direct() runs case 'id''s body once outside Google Benchmark: its keep-running
+ * loop gets exactly 'iters' iterations in one batch, and '*seconds' receives their measured time
+ * (pauses excluded). For drivers of their own that interleave short bursts of two cases
+ * (vidmm_bench --vbench_mode=wall). Counters are dropped. Returns 0; -1 for an unknown id or
+ * when the body skipped or failed (vbench_result() then says which and why). */
+int vbench_time_direct(int id, uint64_t iters, double *seconds);
+
+/* vbench_add_direct() records 'seconds' per iteration as one repetition of case 'id' (status
+ * OK unless it skipped or failed), so that vbench_result() reports what a driver of its own
+ * measured. Returns 0, or -1 for an unknown id. */
+int vbench_add_direct(int id, double seconds_per_iter, double iters);
+
 /* vbench_now_ns() reads the clock the shim times with (monotonic), in nanoseconds. */
 uint64_t vbench_now_ns(void);
 
