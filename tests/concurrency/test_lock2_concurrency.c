@@ -521,7 +521,7 @@ static void *race_make_resident(void *arg)
  * take the CPU's writes where the content no longer lives, and the next eviction would copy
  * the segment's older bytes over them. (The stress runs below met this: a locker's write lost
  * in about 1 run in 100.) */
-Test(lock2_concurrency, pointer_after_a_page_in_during_the_wait, .timeout = 60)
+Test(lock2_concurrency, pointer_after_a_page_in_during_the_wait, .timeout = 600)
 {
     struct vidmm_segment_desc segs[2] = {
         { 0x10000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
