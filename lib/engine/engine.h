@@ -285,6 +285,7 @@ struct vidmm_device {
     uint64_t fatal_fence;       /* the paging fence whose failure removed the device, 0 if none */
     bool executing;             /* a thread is running an operation */
     uint32_t paging_blocked;    /* the running operation waits for a submission fence */
+    uint64_t paging_blocked_on; /* ... this one (paging.c wait_fence()) */
     uint32_t hold_waiters;      /* destroys waiting for holders to let go (paging_cv) */
     uint32_t convert_waiters;   /* calls waiting for a lock's conversion to end (paging_cv; lock.c) */
     uint32_t converting;        /* allocations marked 'converting' now: 0 lets vm_wait_converting()

@@ -138,6 +138,7 @@ static int wait_fence(vidmm_device *dev, uint64_t f, const struct timespec *dl)
         return 0;
     /* The queue now waits for the GPU: callers that asked not to wait stop waiting for it. */
     dev->paging_blocked++;
+    dev->paging_blocked_on = f;
     pthread_cond_broadcast(&dev->paging_cv);
     int err = 0;
     while (dev->fence_done < f && !dev->removed) {
@@ -464,10 +465,16 @@ int vm_paging_run_some(vidmm_device *dev, const struct timespec *dl)
 {
     /* The deadline bounds waiting for the GPU, not for the CPU's copying: a paging thread
      * that runs is waited for as long as it takes (it wakes this thread when it starts
-     * waiting for a fence: wait_fence()). */
+     * waiting for a fence: wait_fence()). Once the fence it waits for has passed, the wait is
+     * for the paging thread to get a CPU again - on a loaded machine that may take longer
+     * than the deadline, and it is not the GPU: no deadline then. */
     if (dev->nthreads == 0 && !dev->executing && dev->q_len)
         return run_one(dev, dl);
-    return vm_cond_wait(dev, &dev->paging_cv, dev->paging_blocked ? dl : NULL);
+    const bool gpu = dev->paging_blocked && dev->fence_done < dev->paging_blocked_on;
+    int err = vm_cond_wait(dev, &dev->paging_cv, gpu ? dl : NULL);
+    if (err == VIDMM_E_TIMEOUT && dev->paging_blocked && dev->fence_done >= dev->paging_blocked_on)
+        err = 0; /* the fence passed meanwhile: the next wait has no deadline */
+    return err;
 }
 
 int vm_wait_paging_until(vidmm_device *dev, uint64_t fence, const struct timespec *dl)

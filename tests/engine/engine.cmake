@@ -32,7 +32,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_lock_dirty
   test_unlocked_copy
   test_lock_race
-  test_unprivileged)
+  test_unprivileged
+  test_paging_wait)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
