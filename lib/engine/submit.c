@@ -318,10 +318,11 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
         const bool cached = (a->g->desc.flags & VIDMM_ALLOC_CACHED) != 0;
-        if (cached && a->cpu_wrote && noncoherent(a)) {
-            /* CPU writes reach the GPU: the pages watched locks found written, or all of it.
-             * (A locked allocation is never submitted: no watched lock is open here.) */
-            if (a->cpu_partial)
+        if (cached && (a->cpu_wrote || a->wt != NULL) && noncoherent(a)) {
+            /* CPU writes reach the GPU: the pages watched locks found written, or all of it -
+             * also when a watched lock is still open (rendering with a locked allocation, spec
+             * 15.17): what it wrote is not known until it ends. */
+            if (a->cpu_partial && a->wt == NULL)
                 flush_pages(dev, vm_content_ptr(dev, a), a->cpu_dirty, (size_t)(a->g->size / VIDMM_PAGE_SIZE));
             else
                 cache_flush(dev, vm_content_ptr(dev, a), (size_t)a->g->size);

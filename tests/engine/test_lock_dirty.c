@@ -405,6 +405,45 @@ Test(lock_dirty, cached_locks_accumulate)
     vidmm_device_destroy(dev);
 }
 
+/* WDDM1 lets the GPU use an allocation that is locked when an aperture segment of its set
+ * can hold it (spec 15.17): a submission while a watched lock is open does not know yet what
+ * the CPU wrote, so it flushes all of it (spec 15.24: before any GPU read of what the CPU
+ * wrote); the end of the lock then says which pages, flushed at the next use. */
+Test(lock_dirty, cached_submit_inside_lock_flushes_everything)
+{
+    require_tracking();
+    struct flushes f;
+    struct vidmm_driver drv;
+    vidmm_device *dev = dev_make(&f, &drv);
+    struct vidmm_alloc_desc d = t_adesc(ASIZE, T_SET(1) | T_SET(2));
+    d.flags |= VIDMM_ALLOC_CACHED;
+    vidmm_handle h = t_alloc(dev, &d);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    cr_assert_eq(where.segment_id, 1u);
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 3, 3);
+    size_t before = f.n;
+    struct vidmm_alloc_ref r = { h, 0 };
+    uint64_t fence = 0;
+    T_OK(vidmm_submit(dev, &r, 1, 0, &where, &fence));
+    T_OK(vidmm_fence_signal(dev, fence));
+    uint64_t bytes = 0;
+    for (size_t i = before; i < f.n && i < MAX_FLUSH; i++)
+        bytes += f.len[i];
+    cr_assert_eq(bytes, ASIZE, "a submission inside a watched lock flushed %llu bytes, not all of it",
+                 (unsigned long long)bytes);
+    write_page(p, 9, 9);
+    t_unlock(dev, h);
+    before = f.n;
+    t_use(dev, h, 0);
+    bytes = 0;
+    for (size_t i = before; i < f.n && i < MAX_FLUSH; i++)
+        bytes += f.len[i];
+    cr_assert_geq(bytes, T_PG, "page 9, written after the first flush, was not flushed");
+    vidmm_device_destroy(dev);
+}
+
 Test(lock_dirty, cached_off_flushes_everything)
 {
     setenv("VIDMM_LOCK_DIRTY", "off", 1);
