@@ -57,7 +57,9 @@ enum b_call {
     B_CALL_SWIZZLE_SURFACE,    /* vidmm_swizzle_surface() */
     B_CALL_DESWIZZLE_EX,       /* vidmm_deswizzle_ex({backend}) */
     B_CALL_DESWIZZLE,          /* vidmm_deswizzle() of a box */
-    B_CALL_DESWIZZLE_SURFACE   /* vidmm_deswizzle_surface() */
+    B_CALL_DESWIZZLE_SURFACE,  /* vidmm_deswizzle_surface() */
+    B_CALL_PLAN_SWIZZLE,       /* vidmm_swizzle_plan_swizzle() of a box through a plan made once */
+    B_CALL_PLAN_DESWIZZLE      /* vidmm_swizzle_plan_deswizzle() of a box */
 };
 
 /* Which same-run reference a case's "ratio_memcpy" / "ratio_memset" uses. */
@@ -166,6 +168,9 @@ void b_swizzle_body(vbench_state *st, const void *arg);   /* bench_swizzle.c */
 /* b_swz_paired_ratio() (bench_swizzle.c): the median over the paired rounds of swizzle case
  * 'name' of memcpy's time over the case's, or NAN with '*why'; '*rounds' says how many. */
 double b_swz_paired_ratio(const char *name, int *rounds, const char **why);
+/* b_swz_plan_gain() (bench_swizzle.c): for a plan case, the median over its paired rounds of the
+ * one-shot call's time over the plan's (the same box, layout and surface), or NAN with '*why'. */
+double b_swz_plan_gain(const char *name, int *rounds, const char **why);
 
 /* b_clflush_quick_skip() returns the skip reason of a CLFLUSH case of 'bytes' outside --full
  * mode (see B_QUICK_CLFLUSH_MAX), or NULL. */

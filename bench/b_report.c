@@ -94,7 +94,8 @@ enum b_tkind {
     B_T_MS_MEDIAN,  /* ms per call of case's median repetition <= goal */
     B_T_PAIRED,     /* median over paired rounds of case's GB/s / ref1's ("fio" or "threads"), each
                        measured back to back in one round (bench_io.c, io_pairs()), or ("memcpy")
-                       of memcpy's time / case's (bench_swizzle.c, swz_pairs()) >= goal */
+                       of memcpy's time / case's (bench_swizzle.c, swz_pairs()), or ("oneshot")
+                       of the one-shot call's time / a plan case's >= goal */
     B_T_PAIRED_TIME /* median over paired rounds of case's time / the time fio takes to move the
                        case's bytes in the same round (bench_io.c, sw_rounds()) <= goal */
 };
@@ -111,7 +112,7 @@ struct b_target {
     const char *section;   /* printed above the first target of a section; NULL: none */
 };
 
-#define B_MAX_TARGETS 96
+#define B_MAX_TARGETS 128
 static struct b_target targets[B_MAX_TARGETS];
 static int ntargets = -1;
 
@@ -171,6 +172,29 @@ static void swizzle_targets(void)
             snprintf(t->name, sizeof(t->name), "%s/%s_e4_box64/auto/%zu", dirs[d], fams[f], box);
             snprintf(t->ref1, sizeof(t->ref1), "memcpy");
             b_ref_name(t->ref2, sizeof(t->ref2), B_REF_MEMCPY, box);
+        }
+    /* Issue 14: a box through a plan made once, against the one-shot call of the same box timed
+     * in the same rounds (>= 1.5x), and whole 256 KiB surfaces (L2-sized; no goal). */
+    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+        for (size_t d = 0; d < 2; d++) {
+            if ((t = target_add(B_T_PAIRED, 1.5)) == NULL)
+                return;
+            if (f == 0 && d == 0)
+                t->section = "issue 14: swizzle plans and L2-sized surfaces (bench/bench_swizzle.c)";
+            snprintf(t->label, sizeof(t->label), "%s %s e4 64x64 box, one-shot / plan", dirs[d], fams[f]);
+            snprintf(t->name, sizeof(t->name), "%s/%s_e4_box64_plan/auto/%zu", dirs[d], fams[f], box);
+            snprintf(t->ref1, sizeof(t->ref1), "oneshot");
+            snprintf(t->ref2, sizeof(t->ref2), "%s/%s_e4_box64/auto/%zu", dirs[d], fams[f], box);
+        }
+    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+        for (size_t d = 0; d < 2; d++) {
+            if ((t = target_add(B_T_PAIRED, 0.9)) == NULL)
+                return;
+            t->info = true;
+            snprintf(t->label, sizeof(t->label), "%s %s e4 256 KiB / memcpy", dirs[d], fams[f]);
+            snprintf(t->name, sizeof(t->name), "%s/%s_e4/auto/%zu", dirs[d], fams[f], 256 * B_KiB);
+            snprintf(t->ref1, sizeof(t->ref1), "memcpy");
+            b_ref_name(t->ref2, sizeof(t->ref2), B_REF_MEMCPY, 256 * B_KiB);
         }
 }
 
@@ -414,6 +438,8 @@ static double target_value(const struct b_target *t, const char **why)
         int rounds;
         if (strcmp(t->ref1, "memcpy") == 0)
             return b_swz_paired_ratio(t->name, &rounds, why);
+        if (strcmp(t->ref1, "oneshot") == 0)
+            return b_swz_plan_gain(t->name, &rounds, why);
         return b_io_paired_ratio(t->name, t->ref1, &rounds, why);
     }
     struct b_fig fa = fig(a);

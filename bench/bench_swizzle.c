@@ -26,9 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The two surface sizes, and the box: 64 x 64 elements starting at the middle of the surface
- * plus (33, 17) elements, so that it starts and ends inside tiles and, for 4-byte elements,
- * inside 16-byte runs, as an update of part of a texture usually does. */
+/* The three surface sizes (the L2, the LLC, DRAM), and the box: 64 x 64 elements starting at the
+ * middle of the surface plus (33, 17) elements, so that it starts and ends inside tiles and, for
+ * 4-byte elements, inside 16-byte runs, as an update of part of a texture usually does. */
+#define SWZ_TINY (256 * B_KiB)
 #define SWZ_SMALL (4 * B_MiB)
 #define SWZ_LARGE (64 * B_MiB)
 #define SWZ_BOX 64u
@@ -106,6 +107,8 @@ struct swz_case {
     int size_err;                      /* what vidmm_surface_tiled_size() returned */
     int nrounds;                       /* paired rounds run (swz_pairs()), 0 before */
     double round_ratio[SWZ_MAX_ROUNDS]; /* each round's memcpy time / the case's time */
+    vidmm_swizzle_plan *plan;          /* a plan case's plan, made at its first call */
+    double plan_gain[SWZ_MAX_ROUNDS];  /* a plan case: each round's one-shot time / the plan's */
 };
 
 static const char *backend_label(enum vidmm_backend b)
@@ -118,14 +121,26 @@ static const char *backend_label(enum vidmm_backend b)
  * One call, and the first-run check.
  * ------------------------------------------------------------------------------------------- */
 
-/* The case's own call, once. */
-static int swz_once(const struct b_case *c, const struct swz_case *z)
+/* Call 'call' of case 'z' once. A plan case makes its plan at its first call (the case
+ * description is the case's own calloc()ed memory, so the plan is stored there). */
+static int swz_call(const struct b_case *c, const struct swz_case *zc, enum b_call call)
 {
+    struct swz_case *z = (struct swz_case *)zc;
     struct vidmm_kernel_opts o = VIDMM_KERNEL_OPTS_INIT;
     o.backend = c->backend_id;
     const struct vidmm_box *box = z->whole ? NULL : &z->box;
     size_t slice = z->pitch * z->box.height;
-    switch (c->call) {
+    int rc;
+    if ((call == B_CALL_PLAN_SWIZZLE || call == B_CALL_PLAN_DESWIZZLE) && z->plan == NULL &&
+        (rc = vidmm_swizzle_plan_create(&z->layout, &z->surf, 0, 0, &o, &z->plan)) < 0)
+        return rc;
+    switch (call) {
+    case B_CALL_PLAN_SWIZZLE:
+        return vidmm_swizzle_plan_swizzle(z->plan, box, b_env.tiled, z->tiled_bytes, b_env.src, z->lin_bytes,
+                                          z->pitch, slice);
+    case B_CALL_PLAN_DESWIZZLE:
+        return vidmm_swizzle_plan_deswizzle(z->plan, box, b_env.tiled, z->tiled_bytes, b_env.dst, z->lin_bytes,
+                                            z->pitch, slice);
     case B_CALL_SWIZZLE_EX:
         return vidmm_swizzle_ex(&z->layout, &z->surf, 0, 0, box, b_env.tiled, z->tiled_bytes, b_env.src,
                                 z->lin_bytes, z->pitch, slice, &o);
@@ -145,6 +160,18 @@ static int swz_once(const struct b_case *c, const struct swz_case *z)
     default:
         return VIDMM_E_INVALID_ARG;
     }
+}
+
+/* The case's own call, once. */
+static int swz_once(const struct b_case *c, const struct swz_case *z)
+{
+    return swz_call(c, z, c->call);
+}
+
+/* A plan case's one-shot counterpart: the same box through vidmm_swizzle() / vidmm_deswizzle(). */
+static enum b_call plan_oneshot(enum b_call call)
+{
+    return call == B_CALL_PLAN_SWIZZLE ? B_CALL_SWIZZLE : B_CALL_DESWIZZLE;
 }
 
 /* The other direction of the check: the scalar backend, the partner layout, the case's box (or
@@ -265,7 +292,9 @@ static int swz_check(const struct b_case *c, const struct swz_case *z, char *msg
  * buffers - source to tiled surface for a swizzle, tiled surface to destination for a
  * deswizzle - so the two sides touch the same pages; for a box, the box's bytes between the
  * linear buffers, as the box's baseline case does (a box is scattered over its tiles, no
- * memcpy touches the same lines).
+ * memcpy touches the same lines). A plan case's rounds have a third side, the one-shot call of
+ * the same box, the three in turn (the order rotating from round to round): the round's plan
+ * gain is the one-shot time over the plan's.
  * ------------------------------------------------------------------------------------------- */
 
 static void swz_pairs(const struct b_case *c, struct swz_case *z)
@@ -274,6 +303,8 @@ static void swz_pairs(const struct b_case *c, struct swz_case *z)
     unsigned char *mdst = z->whole && z->tile ? b_env.tiled : b_env.dst;
     const unsigned char *msrc = z->whole && !z->tile ? b_env.tiled : b_env.src;
     const size_t n = c->bytes;
+    const bool plan = c->call == B_CALL_PLAN_SWIZZLE || c->call == B_CALL_PLAN_DESWIZZLE;
+    const int sides = plan ? 3 : 2;
 
     if (z->nrounds > 0)
         return;
@@ -283,28 +314,36 @@ static void swz_pairs(const struct b_case *c, struct swz_case *z)
     double one = b_now_s() - t0;
     unsigned k = one >= SWZ_ROUND_MIN_S ? 1u : (unsigned)(SWZ_ROUND_MIN_S / (one > 1e-9 ? one : 1e-9)) + 1;
     for (int r = 0; r < want; r++) {
-        double tm = 0, tc = 0;
+        double tm = 0, tc = 0, to = 0;
         int rc = 0;
-        for (int side = 0; side < 2; side++) {
+        for (int side = 0; side < sides; side++) {
+            const int which = (side + r) % sides;   /* 0 memcpy, 1 the case, 2 one-shot */
             t0 = b_now_s();
-            if ((side + r) % 2 == 0) {
+            if (which == 0) {
                 for (unsigned i = 0; i < k; i++) {
                     memcpy(mdst, msrc, n);
                     b_clobber();
                 }
                 tm = b_now_s() - t0;
-            } else {
+            } else if (which == 1) {
                 for (unsigned i = 0; i < k; i++) {
                     rc |= swz_once(c, z);
                     b_clobber();
                 }
                 tc = b_now_s() - t0;
+            } else {
+                for (unsigned i = 0; i < k; i++) {
+                    rc |= swz_call(c, z, plan_oneshot(c->call));
+                    b_clobber();
+                }
+                to = b_now_s() - t0;
             }
         }
         if (rc != 0 || !(tc > 0)) {
             z->nrounds = 0; /* no figure rather than a partial one */
             return;
         }
+        z->plan_gain[z->nrounds] = to / tc;
         z->round_ratio[z->nrounds++] = tm / tc;
     }
 }
@@ -324,6 +363,28 @@ double b_swz_paired_ratio(const char *name, int *rounds, const char **why)
         return NAN;
     double v[SWZ_MAX_ROUNDS];
     memcpy(v, z->round_ratio, sizeof(double) * (size_t)z->nrounds);
+    *rounds = z->nrounds;
+    *why = NULL;
+    return b_median(v, z->nrounds);
+}
+
+double b_swz_plan_gain(const char *name, int *rounds, const char **why)
+{
+    int idx = b_case_find(name);
+    const struct b_case *c = idx < 0 ? NULL : b_case_at((size_t)idx);
+    *rounds = 0;
+    *why = "no paired rounds (the case did not run or failed)";
+    if (c == NULL || c->body != b_swizzle_body)
+        return NAN;
+    if (c->call != B_CALL_PLAN_SWIZZLE && c->call != B_CALL_PLAN_DESWIZZLE) {
+        *why = "not a plan case";
+        return NAN;
+    }
+    const struct swz_case *z = c->spec;
+    if (z->nrounds == 0)
+        return NAN;
+    double v[SWZ_MAX_ROUNDS];
+    memcpy(v, z->plan_gain, sizeof(double) * (size_t)z->nrounds);
     *rounds = z->nrounds;
     *why = NULL;
     return b_median(v, z->nrounds);
@@ -399,6 +460,12 @@ void b_swizzle_body(vbench_state *st, const void *arg)
         break;
     case B_CALL_DESWIZZLE: B_TIMED(st, rc, vidmm_deswizzle(L, S, 0, 0, box, t, tn, d, ln, pitch, slice)); break;
     case B_CALL_DESWIZZLE_SURFACE: B_TIMED(st, rc, vidmm_deswizzle_surface(L, S, t, tn, d, ln)); break;
+    case B_CALL_PLAN_SWIZZLE:
+        B_TIMED(st, rc, vidmm_swizzle_plan_swizzle(z->plan, box, t, tn, s, ln, pitch, slice));
+        break;
+    case B_CALL_PLAN_DESWIZZLE:
+        B_TIMED(st, rc, vidmm_swizzle_plan_deswizzle(z->plan, box, t, tn, d, ln, pitch, slice));
+        break;
     default: vbench_fail(st, "not a swizzle case"); return;
     }
     if (rc != 0) {
@@ -421,8 +488,10 @@ void b_swizzle_body(vbench_state *st, const void *arg)
  *   - the named backends (scalar, sse2, avx2, avx512) run on the 4 MiB surfaces of 4-byte
  *     elements only;
  *   - 64 MiB surfaces, boxes and 16-byte elements run at AUTO only;
- *   - boxes of 16-byte elements don't run.
- * That leaves ~156 cases, ~77 s. AUTO is what the targets are read on (4-byte elements).
+ *   - boxes of 16-byte elements don't run;
+ *   - 256 KiB surfaces run at AUTO with 4-byte elements only (22 cases, ~10 s).
+ * That leaves ~156 cases, ~77 s, plus the 256 KiB surfaces and the plan boxes (10 cases). AUTO is
+ * what the targets are read on (4-byte elements).
  * --full runs everything; --vbench_mode=targets runs the target cases, all AUTO. */
 static const char *quick_skip(enum vidmm_backend b, uint32_t e, size_t surface_bytes, bool whole)
 {
@@ -430,7 +499,9 @@ static const char *quick_skip(enum vidmm_backend b, uint32_t e, size_t surface_b
         return NULL;
     if (!whole && e != 4)
         return "outside --full: boxes of 4-byte elements only";
-    if (b == VIDMM_BACKEND_AUTO || (whole && surface_bytes <= SWZ_SMALL && e == 4))
+    if (surface_bytes == SWZ_TINY && e != 4)
+        return "outside --full: 256 KiB surfaces of 4-byte elements only";
+    if (b == VIDMM_BACKEND_AUTO || (whole && surface_bytes == SWZ_SMALL && e == 4))
         return NULL;
     return "outside --full: named backends on 4 MiB surfaces of 4-byte elements only";
 }
@@ -513,7 +584,7 @@ static struct swz_case *swz_describe(const struct swz_family *f, uint32_t e, siz
 
 void b_swizzle_cases(size_t bytes)
 {
-    if (bytes != SWZ_SMALL && bytes != SWZ_LARGE)
+    if (bytes != SWZ_TINY && bytes != SWZ_SMALL && bytes != SWZ_LARGE)
         return;
     eq_from_masks(&eq_e4, 16, 0xAA8Fu, 0x5570u);   /* D3D 64 KB, 32 bpp */
     eq_from_masks(&eq_e16, 16, 0xAACFu, 0x5530u);  /* D3D 64 KB, 128 bpp */
@@ -552,6 +623,22 @@ void b_swizzle_cases(size_t bytes)
                         c->ref = B_REF_MEMCPY;
                         b_ref_name(c->ref_name, sizeof(c->ref_name), c->ref, moved);
                     }
+                    if (whole)
+                        continue;
+                    /* The same box through a plan made once (AUTO), its rounds also timing the
+                     * one-shot call (swz_pairs()). */
+                    char pvariant[32];
+                    snprintf(pvariant, sizeof(pvariant), "%s_plan", variant);
+                    struct b_case *c = b_case_add(tile ? "swizzle" : "deswizzle", pvariant, "auto", moved,
+                                                  b_swizzle_body);
+                    struct swz_case *z = swz_describe(f, e, bytes, whole, tile);
+                    c->spec = z;
+                    c->backend_id = VIDMM_BACKEND_AUTO;
+                    c->call = tile ? B_CALL_PLAN_SWIZZLE : B_CALL_PLAN_DESWIZZLE;
+                    c->buf_bytes = z->lin_bytes + SWZ_GUARD;
+                    c->pre_skip = quick_skip(VIDMM_BACKEND_AUTO, e, bytes, whole);
+                    c->ref = B_REF_MEMCPY;
+                    b_ref_name(c->ref_name, sizeof(c->ref_name), c->ref, moved);
                 }
             }
         }
