@@ -698,7 +698,10 @@ VIDMM_API int vidmm_lock_region(vidmm_device *dev, struct vidmm_lock_args *args,
  * kernel, e.g. read(2) into it) wrote, where the kernel offers userfaultfd's asynchronous
  * write-protect (Linux 6.7): the transfer back covers those pages, and for a Cached
  * allocation the cache flush before the GPU next reads it too; elsewhere, or with
- * VIDMM_LOCK_DIRTY=off, every page counts as written. Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
+ * VIDMM_LOCK_DIRTY=off, every page counts as written. The record is per page of the memory
+ * behind the allocation: where that memory is on transparent huge pages the kernel resolves a
+ * write for the whole 2 MiB page, and every 4 KiB page of it counts as written (more is
+ * transferred or flushed, never less). Returns 0, VIDMM_E_INVALID_ARG (count 0, NULL, a handle not locked:
  * nothing unlocked), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles);
 
