@@ -29,6 +29,13 @@ bool vidmm_arch_prefer_avx512(void);
  * lib/kernels/swizzle_walk.c has the figures). Computed once. */
 bool vidmm_arch_stream_linear_rows(void);
 
+/* vidmm_arch_gob_tile_walk_max() is another store policy measured per CPU kind: the largest
+ * block-linear swizzle (bytes moved) that walks its GOB-wide tiles one at a time instead of in
+ * groups of 512 bytes of each row. Half the second-level cache on Intel (a Cascade Lake gained
+ * 7-49% from 64 to 512 KiB and lost 2% at 1 and 4 MiB: lib/kernels/swizzle_walk.c has the
+ * figures), 0 elsewhere (not measured). Computed once. */
+uint64_t vidmm_arch_gob_tile_walk_max(void);
+
 /* vidmm_arch_flush() maintains every line overlapping [p, p + n) with 'insn' (never AUTO; the
  * caller checked the CPU has it and that it can do 'op'), with the fences of kernels.h. n > 0. */
 void vidmm_arch_flush(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn);

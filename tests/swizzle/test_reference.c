@@ -1430,3 +1430,82 @@ static void pair_streams_on(enum vidmm_backend backend)
     Test(pair_streams, tag, .timeout = T_TIMEOUT) { pair_streams_on(B); }
 T_FOR_EACH_BACKEND(PAIR_NT_TEST)
 #undef PAIR_NT_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * The ordinary-store walks of block-linear swizzles on both sides of the CPU kind's policy
+ * (swizzle_walk.c choose_walk(), arch.h vidmm_arch_gob_tile_walk_max()): a surface of at most half
+ * the L2 walks its GOB-wide tiles one at a time on Intel, a larger one in groups of 512 bytes of
+ * each row. Whole surfaces (a width off the group size too) and a box off the tile grid, AUTO and
+ * TEMPORAL, on every backend, against the scalar backend's bytes; the tiled buffer starts as a
+ * pattern that the bytes outside the box must keep, and the deswizzle must give the rows back.
+ * ------------------------------------------------------------------------------------------- */
+static void gob_walks_on(enum vidmm_backend backend)
+{
+    t_require_backend(backend);
+    struct vidmm_cpu_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.size = sizeof ci;
+    cr_assert_eq(vidmm_cpu_info(&ci), 0);
+    const uint64_t l2 = ci.l2_bytes ? ci.l2_bytes : 1024 * 1024;
+    /* Widths in 4-byte elements: the small surface's bytes at most l2 / 4, the large one's at
+     * least 2 * l2 (both below 8 MiB for any L2 up to 2 MiB). */
+    uint32_t small_h = 64, large_h = 512;
+    while ((uint64_t)256 * small_h * 4 > l2 / 4 && small_h > 8)
+        small_h /= 2;
+    while ((uint64_t)1040 * large_h * 4 < 2 * l2 && large_h < 2048)
+        large_h *= 2;
+    const struct { uint32_t width, height; } shapes[] = { { 256, small_h }, { 200, small_h }, { 1040, large_h } };
+    const enum vidmm_strategy strategies[] = { VIDMM_STRATEGY_AUTO, VIDMM_STRATEGY_TEMPORAL };
+    struct t_rng r;
+    t_rng_init(&r, 0x60b5);
+    for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+        struct vidmm_tile_layout layout = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+        struct vidmm_surface_desc surf;
+        memset(&surf, 0, sizeof(surf));
+        surf.size = sizeof(surf);
+        surf.width = shapes[k].width;
+        surf.height = shapes[k].height;
+        surf.depth = 1;
+        surf.element_bytes = 4;
+        surf.block_width = surf.block_height = 1;
+        surf.mip_levels = 1;
+        surf.array_layers = 1;
+        uint64_t tsz = 0;
+        cr_assert_eq(vidmm_surface_tiled_size(&layout, &surf, &tsz), 0);
+        const size_t tn = (size_t)tsz, pitch = (size_t)surf.width * 4, ln = pitch * surf.height;
+        unsigned char *want = malloc(tn), *got = malloc(tn), *lin = malloc(ln), *back = malloc(ln);
+        cr_assert(want && got && lin && back);
+        t_rng_bytes(&r, lin, ln);
+        const struct vidmm_box box = { 3, 5, 0, surf.width - 7, surf.height - 9, 1 };
+        const size_t bpitch = (size_t)box.width * 4, bn = bpitch * box.height;
+        struct vidmm_kernel_opts ref = t_opts(VIDMM_BACKEND_SCALAR, VIDMM_STRATEGY_AUTO);
+        for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
+            struct vidmm_kernel_opts o = t_opts(backend, strategies[s]);
+            for (int whole = 1; whole >= 0; whole--) {
+                const struct vidmm_box *b = whole ? NULL : &box;
+                const size_t p = whole ? pitch : bpitch, n = whole ? ln : bn;
+                memset(want, 0x3C, tn);
+                memset(got, 0x3C, tn);
+                memset(back, 0xA5, n);
+                cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, b, want, tn, lin, n, p, 0, &ref), 0);
+                cr_assert_eq(vidmm_swizzle_ex(&layout, &surf, 0, 0, b, got, tn, lin, n, p, 0, &o), 0);
+                ptrdiff_t d = t_find_diff(want, got, tn);
+                cr_assert_eq(d, -1, "%ux%u %s strategy %d: tiled byte %td differs from the scalar backend's",
+                             surf.width, surf.height, whole ? "whole" : "box", (int)strategies[s], d);
+                cr_assert_eq(vidmm_deswizzle_ex(&layout, &surf, 0, 0, b, got, tn, back, n, p, 0, &o), 0);
+                d = t_find_diff(lin, back, n);
+                cr_assert_eq(d, -1, "%ux%u %s strategy %d: linear byte %td did not come back", surf.width,
+                             surf.height, whole ? "whole" : "box", (int)strategies[s], d);
+            }
+        }
+        free(want);
+        free(got);
+        free(lin);
+        free(back);
+    }
+}
+
+#define GOB_WALK_TEST(tag, B) \
+    Test(gob_walks, tag, .timeout = T_TIMEOUT) { gob_walks_on(B); }
+T_FOR_EACH_BACKEND(GOB_WALK_TEST)
+#undef GOB_WALK_TEST

@@ -196,6 +196,22 @@ bool vidmm_arch_stream_linear_rows(void)
     return v == 2;
 }
 
+/* vidmm_arch_gob_tile_walk_max() (arch.h): half of Intel's L2, 0 elsewhere. Cached: choose_walk()
+ * asks on every swizzle of a pair-line layout. */
+uint64_t vidmm_arch_gob_tile_walk_max(void)
+{
+    static _Atomic uint64_t cached; /* the value + 1; 0 unknown */
+    uint64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == 0) {
+        struct vidmm_cpu_info info;
+        memset(&info, 0, sizeof info);
+        vidmm_arch_cpu_describe(&info);
+        v = (strcmp(info.vendor, "GenuineIntel") == 0 ? info.l2_bytes / 2 : 0) + 1;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v - 1;
+}
+
 /* Skylake-SP and Cascade Lake (family 6, model 0x55) drop their clock when 512-bit registers are
  * busy, which costs more than the wider stores gain in a memory-bound kernel; libdeflate
  * withholds ZMM there for the same reason. Everywhere else AVX-512 is preferred where supported. */
