@@ -385,6 +385,9 @@ void vm_lazy_fill_free(struct vm_lazy_fill *f);
 int vm_res_link(struct vm_segment *s, struct vm_alloc *a);
 void vm_res_unlink(struct vm_segment *s, struct vm_alloc *a);
 void vm_res_touch(struct vm_segment *s, struct vm_alloc *a);
+/* vm_res_bucket(): the bucket of priority 'prio' in 's', NULL if none. It stays where it is
+ * until an allocation is linked into or unlinked from 's' (vm_res_link(), vm_res_unlink()). */
+struct vm_bucket *vm_res_bucket(struct vm_segment *s, uint32_t prio);
 void vm_res_reprioritise(struct vm_segment *s, struct vm_alloc *a);
 
 /* place.c */
@@ -434,6 +437,23 @@ bool vm_wait_converting(vidmm_device *dev, const struct vidmm_alloc_ref *refs, u
  * of it waits. */
 void vm_convert_begin(vidmm_device *dev, struct vm_alloc *a);
 void vm_convert_end(vidmm_device *dev, struct vm_alloc *a);
+
+/* vm_bucket_touch(): 'a', in bucket 'b', goes to its tail - the most recently used (its lru
+ * is the newest). vm_res_touch() without the bucket search, for a caller touching many. */
+static inline void vm_bucket_touch(struct vm_bucket *b, struct vm_alloc *a)
+{
+    if (b->tail == a)
+        return;
+    if (a->res_prev)
+        a->res_prev->res_next = a->res_next;
+    else
+        b->head = a->res_next;
+    a->res_next->res_prev = a->res_prev;
+    a->res_prev = b->tail;
+    a->res_next = NULL;
+    b->tail->res_next = a;
+    b->tail = a;
+}
 
 /* Small helpers. */
 static inline uint64_t vm_round_up(uint64_t v, uint64_t a)

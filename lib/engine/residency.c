@@ -314,9 +314,25 @@ static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args
             return err;
     }
     uint64_t last = 0;
+    struct vm_segment *bs = NULL; /* the bucket of the allocation before, and its key */
+    uint32_t bprio = 0;
+    struct vm_bucket *b = NULL;
     for (size_t i = 0; i < n; i++) {
         struct vm_alloc *a = u[i];
-        vm_touch(dev, a);
+        if (!a->seg || !a->in_bucket) {
+            vm_touch(dev, a);
+        } else {
+            /* vm_touch(), the bucket looked up once per run of one segment and priority
+             * (touches move no bucket). */
+            if (a->seg != bs || a->bucket_prio != bprio || !b) {
+                bs = a->seg;
+                bprio = a->bucket_prio;
+                b = vm_res_bucket(bs, bprio);
+            }
+            a->lru = ++dev->clock;
+            if (b)
+                vm_bucket_touch(b, a);
+        }
         a->w2.res_count += a->w2.n;
         if (a->paging_fence > last)
             last = a->paging_fence;
