@@ -341,7 +341,16 @@ struct vidmm_device {
 };
 
 /* device.c */
-struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h);
+/* vm_lookup(): the live instance 'h' names, NULL if none (inline: residency calls look up
+ * thousands in a row). */
+static inline struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h)
+{
+    uint32_t i = h & VM_HANDLE_INDEX_MASK;
+    if (i == 0 || i > dev->table_top)
+        return NULL;
+    struct vm_alloc *a = dev->table[i];
+    return a && a->handle == h ? a : NULL;
+}
 int vm_handle_new(vidmm_device *dev, struct vm_alloc *a);
 void vm_handle_free(vidmm_device *dev, vidmm_handle h);
 /* vm_deadline_for(): the deadline of a wait starting now under the device's wait_timeout_ns;
