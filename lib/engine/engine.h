@@ -421,6 +421,12 @@ int vm_paging_class_of(const vidmm_device *dev, uint64_t fence);
  * or waits for those that do, as vm_wait_paging_until() does; VIDMM_E_TIMEOUT at 'dl'. */
 int vm_paging_run_some(vidmm_device *dev, const struct timespec *dl);
 
+/* submit.c. vm_cache_gpu_use(): spec 15.24 for a submission in which the GPU uses 'a' (writes
+ * it when 'write'), vidmm_submit() and vidmm_va_submit() alike: the CPU's writes to a Cached
+ * allocation in a segment that does not snoop are flushed first, and a GPU write there makes
+ * the next CPU access invalidate first (lock.c, lock2.c). Mutex held. */
+void vm_cache_gpu_use(vidmm_device *dev, struct vm_alloc *a, bool write);
+
 /* swap.c */
 int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);
 void vm_swap_close(vidmm_device *dev);
