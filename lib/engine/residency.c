@@ -278,7 +278,7 @@ static size_t collect_resident(vidmm_device *dev, const vidmm_handle *h, uint32_
     for (uint32_t i = 0; i < count; i++) {
         if (i + PREFETCH_AHEAD < count) {
             const uint32_t k = h[i + PREFETCH_AHEAD] & VM_HANDLE_INDEX_MASK;
-            if (k <= dev->table_top && dev->table[k]) {
+            if (k != 0 && k <= dev->table_top && dev->table[k]) { /* as vm_lookup() */
                 VIDMM_PREFETCH_W(dev->table[k]);
                 VIDMM_PREFETCH_W(&dev->table[k]->w2);
             }

@@ -255,6 +255,24 @@ Test(wddm2_residency, resident_again_while_paging_pending)
     vidmm_device_destroy(dev);
 }
 
+/* spec 15.11: handles naming nothing are refused - also a long list of them on a device that
+ * never had an allocation (no handle table yet), and handles of index 0. */
+Test(wddm2_residency, unknown_handles_without_any_allocation)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle none[40];
+    for (uint32_t i = 0; i < 40; i++)
+        none[i] = i % 2 ? T_BAD_HANDLE : (vidmm_handle)(i << 24); /* index 0, generations */
+    T_RC(w2_mr_rc(dev, none, 40, 0, NULL), VIDMM_E_INVALID_ARG);
+    vidmm_handle h = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    w2_resident(dev, h);
+    for (uint32_t i = 0; i < 40; i++)
+        none[i] = i % 2 ? h : (vidmm_handle)(i << 24);
+    T_RC(w2_mr_rc(dev, none, 40, 0, NULL), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(w2_refs(dev, h), 1);
+    vidmm_device_destroy(dev);
+}
+
 /* spec 15.21 (atomic), 15.11, 15.20: a resident list with an unknown handle or an offered
  * allocation at its end is refused and no reference changes. */
 Test(wddm2_residency, resident_again_refused_atomically)
