@@ -145,9 +145,13 @@ struct vidmm_va_ref {
  * vidmm_fence_signal() once the work is done. Before "scheduling" it the engine brings back
  * every allocation of the list that is on the residency list but was evicted (spec 12: VidMm
  * makes the residency list resident before a device's work runs) and waits for the paging of
- * every referenced allocation. A range that touches an unmapped page, or a page whose
- * allocation is not on the residency list, is a GPU page fault: the device is removed (spec 12,
- * 15.21), vidmm_wddm2_last_fault() says where, and VIDMM_E_DEVICE_REMOVED is returned.
+ * every referenced allocation. As vidmm_submit() does (spec 15.24), what the CPU wrote to a
+ * referenced Cached allocation in a segment that does not snoop is flushed first
+ * (flush_cpu_cache), and one the submission writes there is invalidated before the CPU next
+ * reads it (invalidate_cpu_cache at the next lock). A range that touches an unmapped page, or
+ * a page whose allocation is not on the residency list, is a GPU page fault: the device is
+ * removed (spec 12, 15.21), vidmm_wddm2_last_fault() says where, and VIDMM_E_DEVICE_REMOVED is
+ * returned.
  * Returns: 0; VIDMM_E_INVALID_ARG (NULL, count 0 or > 65536, flags not 0, a ref with size 0,
  * a range that wraps or leaves the space, unknown ref flags: nothing submitted);
  * VIDMM_E_NO_MEMORY (a resident-listed allocation could not be brought back);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* lib/engine/alloc.c - allocations: validation (spec 4.1, 15.2), creation, destruction,
  * backing stores, priorities (15.19), queries. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
@@ -216,6 +217,9 @@ void vm_touch(vidmm_device *dev, struct vm_alloc *a)
         vm_res_touch(&dev->sysmem, a);
 }
 
+/* The hot fields fill the first cache line exactly (engine.h struct vm_alloc). */
+_Static_assert(offsetof(struct vm_alloc, w2) == 64, "struct vm_alloc: the hot fields are not one cache line");
+
 struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
 {
     if (g->ninst == g->cap) {
@@ -226,9 +230,11 @@ struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g)
         g->inst = p;
         g->cap = cap;
     }
-    struct vm_alloc *a = calloc(1, sizeof *a);
+    /* 64-byte aligned: the hot fields share one cache line (engine.h struct vm_alloc). */
+    struct vm_alloc *a = aligned_alloc(64, vm_round_up(sizeof *a, 64));
     if (!a)
         return NULL;
+    memset(a, 0, sizeof *a);
     a->dev = dev;
     a->g = g;
     a->range = -1;

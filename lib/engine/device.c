@@ -336,15 +336,6 @@ int vidmm_device_remove(vidmm_device *dev)
  * Handles: a table of instances; a handle is (generation << 24) | index, index >= 1, so a
  * stale handle of a reused slot is refused.
  * ------------------------------------------------------------------------------------------- */
-struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h)
-{
-    uint32_t i = h & VM_HANDLE_INDEX_MASK;
-    if (i == 0 || i > dev->table_top)
-        return NULL;
-    struct vm_alloc *a = dev->table[i];
-    return a && a->handle == h ? a : NULL;
-}
-
 int vm_handle_new(vidmm_device *dev, struct vm_alloc *a)
 {
     uint32_t i;

@@ -93,12 +93,28 @@ enum vm_lock_mode {
 
 /* One instance of an allocation: what is placed, evicted, locked and submitted. */
 struct vm_alloc {
-    vidmm_device *dev;
-    struct vm_group *g;
+    /* Hot: what a MakeResident of an allocation already resident reads and writes (residency.c,
+     * issue 15) sits in the first 64 bytes - one cache line, as instances are allocated 64-byte
+     * aligned (alloc.c) - and its residency count, list tag and offer state in the next (w2 and
+     * offer start with them). Spread over the struct, that call touched seven lines of each. */
     vidmm_handle handle;
-    uint32_t index;             /* instance index in g->inst */
     uint32_t where;             /* enum vidmm_where */
     struct vm_segment *seg;     /* SEGMENT / APERTURE */
+    uint32_t hold;              /* calls placing or locking it right now: not a victim */
+    uint32_t lock_count;
+    uint8_t swap;               /* enum vm_swap_state: the disk tier's state */
+    bool in_bucket;             /* in its segment's bucket (res_prev, res_next) */
+    bool in_sysmem;             /* in dev->sysmem's lists */
+    uint32_t bucket_prio;       /* the bucket it is in */
+    uint64_t paging_fence;      /* last paging operation that touches it */
+    uint64_t lru;               /* last use, device clock */
+    struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
+    struct vm_w2_alloc w2;      /* WDDM2 hook: residency references, GPU VA mappings (wddm2.h) */
+    struct vm_offer_alloc offer; /* offer hook: offered, and what a reclaim will report (offer.h) */
+    /* The rest. */
+    vidmm_device *dev;
+    struct vm_group *g;
+    uint32_t index;             /* instance index in g->inst */
     uint64_t offset, space;     /* in seg: offset and bytes taken */
     bool has_backing;           /* a backing store exists (arena range or existing memory) */
     bool backing_valid;         /* the backing store holds the content (or is the content) */
@@ -108,12 +124,8 @@ struct vm_alloc {
     bool evicted_swizzled;      /* the system-memory copy is tiled (SWIZZLED only) */
     bool pinned;
     uint64_t read_fence, write_fence; /* last submission fences that read / wrote it */
-    uint64_t paging_fence;      /* last paging operation that touches it */
-    uint64_t lru;               /* last use, device clock */
-    uint32_t hold;              /* calls placing or locking it right now: not a victim */
     uint64_t seq;               /* when it became its group's current instance */
     /* locks */
-    uint32_t lock_count;
     uint32_t lock_mode;         /* enum vm_lock_mode */
     uint32_t lock_flags;        /* flags of the first lock */
     uint8_t *lock_ptr;          /* what the first lock returned (page lists add to it) */
@@ -134,7 +146,6 @@ struct vm_alloc {
     uint8_t *wt_ptr;
     uint32_t wt_skip, wt_backoff; /* locks left unwatched, and the current back-off */
     /* the disk tier */
-    uint32_t swap;              /* enum vm_swap_state */
     uint64_t swap_off;          /* its extent in the swap file */
     uint32_t *swap_crc;         /* a CRC32C per VMIO_BLOCK of the extent */
     uint64_t gen, gen_at_write; /* content generation: CPU writes in system memory bump it */
@@ -144,12 +155,6 @@ struct vm_alloc {
     bool dying;
     struct vmio_req req;
     bool gpu_wrote;             /* Cached, GPU wrote it there: invalidate before CPU use */
-    struct vm_w2_alloc w2;      /* WDDM2 hook: residency references, GPU VA mappings (wddm2.h) */
-    struct vm_offer_alloc offer; /* offer hook: offered, and what a reclaim will report (offer.h) */
-    struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
-    uint32_t bucket_prio;       /* the bucket it is in */
-    bool in_bucket;
-    bool in_sysmem;             /* in dev->sysmem's lists */
     bool sub_write;             /* scratch of the call checking a list */
     uint32_t sub_count;
     /* Issue 16, lock.c: a lock or unlock of it is in progress with the device mutex released
@@ -336,7 +341,16 @@ struct vidmm_device {
 };
 
 /* device.c */
-struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h);
+/* vm_lookup(): the live instance 'h' names, NULL if none (inline: residency calls look up
+ * thousands in a row). */
+static inline struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h)
+{
+    uint32_t i = h & VM_HANDLE_INDEX_MASK;
+    if (i == 0 || i > dev->table_top)
+        return NULL;
+    struct vm_alloc *a = dev->table[i];
+    return a && a->handle == h ? a : NULL;
+}
 int vm_handle_new(vidmm_device *dev, struct vm_alloc *a);
 void vm_handle_free(vidmm_device *dev, vidmm_handle h);
 /* vm_deadline_for(): the deadline of a wait starting now under the device's wait_timeout_ns;
@@ -380,6 +394,9 @@ void vm_lazy_fill_free(struct vm_lazy_fill *f);
 int vm_res_link(struct vm_segment *s, struct vm_alloc *a);
 void vm_res_unlink(struct vm_segment *s, struct vm_alloc *a);
 void vm_res_touch(struct vm_segment *s, struct vm_alloc *a);
+/* vm_res_bucket(): the bucket of priority 'prio' in 's', NULL if none. It stays where it is
+ * until an allocation is linked into or unlinked from 's' (vm_res_link(), vm_res_unlink()). */
+struct vm_bucket *vm_res_bucket(struct vm_segment *s, uint32_t prio);
 void vm_res_reprioritise(struct vm_segment *s, struct vm_alloc *a);
 
 /* place.c */
@@ -403,6 +420,12 @@ int vm_paging_class_of(const vidmm_device *dev, uint64_t fence);
 /* vm_paging_run_some(): one step of a waiter that runs the queue itself (no paging threads)
  * or waits for those that do, as vm_wait_paging_until() does; VIDMM_E_TIMEOUT at 'dl'. */
 int vm_paging_run_some(vidmm_device *dev, const struct timespec *dl);
+
+/* submit.c. vm_cache_gpu_use(): spec 15.24 for a submission in which the GPU uses 'a' (writes
+ * it when 'write'), vidmm_submit() and vidmm_va_submit() alike: the CPU's writes to a Cached
+ * allocation in a segment that does not snoop are flushed first, and a GPU write there makes
+ * the next CPU access invalidate first (lock.c, lock2.c). Mutex held. */
+void vm_cache_gpu_use(vidmm_device *dev, struct vm_alloc *a, bool write);
 
 /* swap.c */
 int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);
@@ -429,6 +452,23 @@ bool vm_wait_converting(vidmm_device *dev, const struct vidmm_alloc_ref *refs, u
  * of it waits. */
 void vm_convert_begin(vidmm_device *dev, struct vm_alloc *a);
 void vm_convert_end(vidmm_device *dev, struct vm_alloc *a);
+
+/* vm_bucket_touch(): 'a', in bucket 'b', goes to its tail - the most recently used (its lru
+ * is the newest). vm_res_touch() without the bucket search, for a caller touching many. */
+static inline void vm_bucket_touch(struct vm_bucket *b, struct vm_alloc *a)
+{
+    if (b->tail == a)
+        return;
+    if (a->res_prev)
+        a->res_prev->res_next = a->res_next;
+    else
+        b->head = a->res_next;
+    a->res_next->res_prev = a->res_prev;
+    a->res_prev = b->tail;
+    a->res_next = NULL;
+    b->tail->res_next = a;
+    b->tail = a;
+}
 
 /* Small helpers. */
 static inline uint64_t vm_round_up(uint64_t v, uint64_t a)

@@ -661,6 +661,7 @@ retry:
         const uint64_t f = ++dev->fence_issued;
         for (size_t i = 0; i < nu; i++) {
             struct vm_alloc *a = u[i];
+            vm_cache_gpu_use(dev, a, (a->w2.n & WRITTEN) != 0); /* spec 15.24, as vidmm_submit() */
             a->read_fence = f;
             if (a->w2.n & WRITTEN) {
                 a->write_fence = f;

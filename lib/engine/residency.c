@@ -256,6 +256,99 @@ static void release(vidmm_device *dev, struct vm_alloc **u, size_t n)
 /* ---------------------------------------------------------------------------------------------
  * MakeResident (spec 12, 15.21).
  * ------------------------------------------------------------------------------------------- */
+
+/* How many handles ahead collect_resident() prefetches the allocation of: when its lines are
+ * not cached, the stores to its scratch tag stall the loop (a call after 32 MiB went through
+ * the caches took 3.5x as long as the general path's without it, 0.7x with it). */
+#define PREFETCH_AHEAD 16u
+
+/* collect_resident(): collect() of a list whose every allocation is placed, already on the
+ * residency list, not offered and not on the disk tier - the common call, which only adds
+ * references (issue 15). In one pass it looks each handle up once and reads the two hot cache
+ * lines of each allocation (engine.h struct vm_alloc). 0 when a handle names nothing or an
+ * allocation is not such: the general path then checks the list from the start (only the
+ * scratch tags have changed). For such a list every check of the general path passes: the
+ * offer hook refuses only an offered allocation, the WDDM2 lock hook only one not placed, the
+ * disk tier reads back only one on it, and the budgets charge only an allocation whose count
+ * leaves 0. */
+static size_t collect_resident(vidmm_device *dev, const vidmm_handle *h, uint32_t count, struct vm_alloc **u)
+{
+    const uint32_t tag = ++dev->w2.tag;
+    size_t n = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (i + PREFETCH_AHEAD < count) {
+            const uint32_t k = h[i + PREFETCH_AHEAD] & VM_HANDLE_INDEX_MASK;
+            if (k != 0 && k <= dev->table_top && dev->table[k]) { /* as vm_lookup() */
+                VIDMM_PREFETCH_W(dev->table[k]);
+                VIDMM_PREFETCH_W(&dev->table[k]->w2);
+            }
+        }
+        struct vm_alloc *a = vm_lookup(dev, h[i]);
+        if (!a)
+            return 0;
+        if (a->w2.tag != tag) {
+            if (!a->w2.res_count || !is_placed(a) || a->offer.prio || a->swap != VM_SWAP_NONE)
+                return 0;
+            a->w2.tag = tag;
+            a->w2.n = 0;
+            u[n++] = a;
+        }
+        a->w2.n++;
+    }
+    return n;
+}
+
+/* make_resident_fast(): the rest of a MakeResident of a list collect_resident() took: the
+ * paging queue's checks, then what the general path does to a placed allocation with
+ * references - a use (LRU), the references added - in one pass. Nothing is paged, so no
+ * allocation needs holding. */
+static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args *args,
+                              vidmm_paging_queue *queue, struct vm_alloc **u, size_t n, const char *call)
+{
+    struct vidmm_paging_queue *q = NULL;
+    int err;
+    if (queue) {
+        if ((q = vm_pq_lookup(dev, queue)) == NULL)
+            return vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
+        if ((err = vm_pq_check(q, u, n, call)) != 0 || (err = vm_pq_reserve(q)) != 0)
+            return err;
+    }
+    uint64_t last = 0;
+    struct vm_segment *bs = NULL; /* the bucket of the allocation before, and its key */
+    uint32_t bprio = 0;
+    struct vm_bucket *b = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct vm_alloc *a = u[i];
+        if (!a->seg || !a->in_bucket) {
+            vm_touch(dev, a);
+        } else {
+            /* vm_touch(), the bucket looked up once per run of one segment and priority
+             * (touches move no bucket). */
+            if (a->seg != bs || a->bucket_prio != bprio || !b) {
+                bs = a->seg;
+                bprio = a->bucket_prio;
+                b = vm_res_bucket(bs, bprio);
+            }
+            a->lru = ++dev->clock;
+            if (b)
+                vm_bucket_touch(b, a);
+        }
+        a->w2.res_count += a->w2.n;
+        if (a->paging_fence > last)
+            last = a->paging_fence;
+    }
+    args->made_resident = args->count;
+    args->bytes_to_trim = 0;
+    args->paging_fence = last;
+    err = last > dev->paging_done ? VIDMM_PENDING : 0;
+    if (q) {
+        bool pending;
+        args->paging_fence = vm_pq_issue(dev, q, u, n, &pending);
+        err = pending ? VIDMM_PENDING : 0;
+    }
+    return err;
+}
+
 int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args)
 {
     static const char call[] = "vidmm_wddm2_make_resident";
@@ -275,6 +368,10 @@ int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args
     pthread_mutex_lock(&dev->mu);
     int err;
     size_t n;
+    if (!dev->removed && dev->w2.on && (n = collect_resident(dev, args->allocations, args->count, u)) != 0) {
+        err = make_resident_fast(dev, args, queue, u, n, call);
+        goto out;
+    }
 retry:
     if ((err = begin(dev, args->allocations, args->count, call)) != 0)
         goto out;

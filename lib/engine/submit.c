@@ -51,6 +51,25 @@ static void flush_pages(vidmm_device *dev, uint8_t *p, const uint64_t *bits, siz
     dev->st.cache_flushes++;
 }
 
+void vm_cache_gpu_use(vidmm_device *dev, struct vm_alloc *a, bool write)
+{
+    if (!(a->g->desc.flags & VIDMM_ALLOC_CACHED) || !noncoherent(a))
+        return;
+    if (a->cpu_wrote || a->wt != NULL) {
+        /* CPU writes reach the GPU: the pages watched locks found written, or all of it - also
+         * when a watched lock is still open (rendering with a locked allocation, spec 15.17):
+         * what it wrote is not known until it ends. */
+        if (a->cpu_partial && a->wt == NULL)
+            flush_pages(dev, vm_content_ptr(dev, a), a->cpu_dirty, (size_t)(a->g->size / VIDMM_PAGE_SIZE));
+        else
+            cache_flush(dev, vm_content_ptr(dev, a), (size_t)a->g->size);
+        a->cpu_wrote = false;
+        a->cpu_partial = false;
+    }
+    if (write)
+        a->gpu_wrote = true; /* invalidated before the CPU next reads it (lock.c, lock2.c) */
+}
+
 static void fill_residency(const struct vm_alloc *a, struct vidmm_residency *r)
 {
     memset(r, 0, sizeof *r);
@@ -317,24 +336,11 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
     const uint64_t f = ++dev->fence_issued;
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, refs[i].allocation);
-        const bool cached = (a->g->desc.flags & VIDMM_ALLOC_CACHED) != 0;
-        if (cached && (a->cpu_wrote || a->wt != NULL) && noncoherent(a)) {
-            /* CPU writes reach the GPU: the pages watched locks found written, or all of it -
-             * also when a watched lock is still open (rendering with a locked allocation, spec
-             * 15.17): what it wrote is not known until it ends. */
-            if (a->cpu_partial && a->wt == NULL)
-                flush_pages(dev, vm_content_ptr(dev, a), a->cpu_dirty, (size_t)(a->g->size / VIDMM_PAGE_SIZE));
-            else
-                cache_flush(dev, vm_content_ptr(dev, a), (size_t)a->g->size);
-            a->cpu_wrote = false;
-            a->cpu_partial = false;
-        }
+        vm_cache_gpu_use(dev, a, (refs[i].flags & VIDMM_REF_WRITE) != 0);
         a->read_fence = f;
         if (refs[i].flags & VIDMM_REF_WRITE) {
             a->write_fence = f;
             a->dirty = true;
-            if (cached && noncoherent(a))
-                a->gpu_wrote = true;
         }
         vm_touch(dev, a);
         if (where)

@@ -104,27 +104,20 @@ void vm_res_unlink(struct vm_segment *s, struct vm_alloc *a)
     }
 }
 
+struct vm_bucket *vm_res_bucket(struct vm_segment *s, uint32_t prio)
+{
+    bool found;
+    uint32_t i = bucket_find(s, prio, &found);
+    return found ? &s->buckets[i] : NULL;
+}
+
 void vm_res_touch(struct vm_segment *s, struct vm_alloc *a)
 {
     if (!a->in_bucket)
         return;
-    bool found;
-    uint32_t i = bucket_find(s, a->bucket_prio, &found);
-    if (!found)
-        return;
-    struct vm_bucket *b = &s->buckets[i];
-    if (b->tail == a)
-        return;
-    /* Unlink, append at the tail (its lru is now the newest). */
-    if (a->res_prev)
-        a->res_prev->res_next = a->res_next;
-    else
-        b->head = a->res_next;
-    a->res_next->res_prev = a->res_prev;
-    a->res_prev = b->tail;
-    a->res_next = NULL;
-    b->tail->res_next = a;
-    b->tail = a;
+    struct vm_bucket *b = vm_res_bucket(s, a->bucket_prio);
+    if (b)
+        vm_bucket_touch(b, a);
 }
 
 void vm_res_reprioritise(struct vm_segment *s, struct vm_alloc *a)

@@ -28,16 +28,17 @@ enum vm_w2_origin {
 
 /* Per allocation (struct vm_alloc.w2). */
 struct vm_w2_alloc {
+    /* First, for MakeResident (engine.h struct vm_alloc: the hot fields). */
     uint32_t res_count;         /* residency references: MakeResident minus Evict */
     int32_t group;              /* budget group charged while res_count > 0, -1: none */
-    uint32_t process;           /* charged process */
-    uint64_t charged;           /* bytes charged */
-    uint8_t origin;             /* enum vm_w2_origin, while placed */
-    struct vm_va_map *maps;     /* its GPU VA mappings (a_next list) */
-    uint32_t pte_seg;           /* what its entries point at, as queued: segment ID (0: invalid) */
-    uint64_t pte_off;           /*  and offset in it */
     uint32_t tag;               /* scratch of the call walking a list */
     uint32_t n;                 /* scratch: listings in that list */
+    uint32_t process;           /* charged process */
+    uint32_t pte_seg;           /* what its entries point at, as queued: segment ID (0: invalid) */
+    uint64_t charged;           /* bytes charged */
+    struct vm_va_map *maps;     /* its GPU VA mappings (a_next list) */
+    uint64_t pte_off;           /* with pte_seg: the offset in that segment */
+    uint8_t origin;             /* enum vm_w2_origin, while placed */
 };
 
 struct vm_w2_proc {

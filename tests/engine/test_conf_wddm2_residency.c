@@ -214,6 +214,139 @@ Test(wddm2_residency, listed_allocations_are_never_victims)
 }
 
 /* =============================================================================================
+ * MakeResident of allocations already resident (issue 15: residency.c takes a shorter path when
+ * every listed allocation is placed and already has references - these check it keeps the rules).
+ * =========================================================================================== */
+
+/* spec 12: each listing adds a reference; "S_OK (resident now)" with nothing paged. */
+Test(wddm2_residency, resident_again_adds_references)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a = t_alloc_simple(dev, Q, T_SET(T_VIS)), b = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    w2_resident(dev, a);
+    w2_resident(dev, b);
+    const uint64_t before = t_paging_total(dev);
+    vidmm_handle list[3] = { a, b, a };
+    struct vidmm_make_resident_args r;
+    T_RC(w2_mr_rc(dev, list, 3, 0, &r), 0);
+    cr_assert_eq(r.made_resident, 3);
+    cr_assert_eq(r.bytes_to_trim, 0);
+    cr_assert_leq(r.paging_fence, vidmm_wddm2_paging_fence_completed(dev));
+    cr_assert_eq(t_paging_total(dev), before, "making resident allocations resident paged");
+    cr_assert_eq(w2_refs(dev, a), 3);
+    cr_assert_eq(w2_refs(dev, b), 2);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 12: "E_PENDING ... wait for PagingFenceValue" - also when the page-in an allocation
+ * waits for was queued by an earlier call. */
+Test(wddm2_residency, resident_again_while_paging_pending)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle h = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    struct vidmm_make_resident_args r1, r2;
+    T_RC(w2_mr_rc(dev, &h, 1, 0, &r1), VIDMM_PENDING);
+    T_RC(w2_mr_rc(dev, &h, 1, 0, &r2), VIDMM_PENDING);
+    cr_assert_eq(r2.paging_fence, r1.paging_fence, "the second call's fence is not the page-in's");
+    cr_assert_eq(w2_refs(dev, h), 2);
+    T_OK(vidmm_wddm2_paging_fence_wait(dev, r2.paging_fence, UINT64_MAX));
+    T_RC(w2_mr_rc(dev, &h, 1, 0, &r2), 0);
+    cr_assert_eq(w2_refs(dev, h), 3);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 15.11: handles naming nothing are refused - also a long list of them on a device that
+ * never had an allocation (no handle table yet), and handles of index 0. */
+Test(wddm2_residency, unknown_handles_without_any_allocation)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle none[40];
+    for (uint32_t i = 0; i < 40; i++)
+        none[i] = i % 2 ? T_BAD_HANDLE : (vidmm_handle)(i << 24); /* index 0, generations */
+    T_RC(w2_mr_rc(dev, none, 40, 0, NULL), VIDMM_E_INVALID_ARG);
+    vidmm_handle h = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    w2_resident(dev, h);
+    for (uint32_t i = 0; i < 40; i++)
+        none[i] = i % 2 ? h : (vidmm_handle)(i << 24);
+    T_RC(w2_mr_rc(dev, none, 40, 0, NULL), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(w2_refs(dev, h), 1);
+    vidmm_device_destroy(dev);
+}
+
+/* spec 15.21 (atomic), 15.11, 15.20: a resident list with an unknown handle or an offered
+ * allocation at its end is refused and no reference changes. */
+Test(wddm2_residency, resident_again_refused_atomically)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a = t_alloc_simple(dev, Q, T_SET(T_VIS)), b = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    w2_resident(dev, a);
+    w2_resident(dev, b);
+    vidmm_handle bad[3] = { a, b, T_BAD_HANDLE };
+    T_RC(w2_mr_rc(dev, bad, 3, 0, NULL), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(w2_refs(dev, a), 1);
+    cr_assert_eq(w2_refs(dev, b), 1);
+    struct vidmm_offer_args oa = { .size_of = sizeof oa, .allocations = &b, .count = 1,
+                                   .priority = VIDMM_OFFER_PRIORITY_NORMAL };
+    T_OK(vidmm_offer(dev, &oa));
+    vidmm_handle offered[2] = { a, b };
+    T_RC(w2_mr_rc(dev, offered, 2, 0, NULL), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(w2_refs(dev, a), 1);
+    cr_assert_eq(w2_refs(dev, b), 1);
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h "Paging queues": a queue takes only allocations of its process (or shared) - also
+ * when all of them are resident; nothing changes, the queue's fence included. */
+Test(wddm2_residency, resident_again_on_queue_of_other_process)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a = mk(dev, Q, T_SET(T_VIS), 1), b = mk(dev, Q, T_SET(T_VIS), 2);
+    w2_resident(dev, a);
+    w2_resident(dev, b);
+    vidmm_paging_queue *q = NULL;
+    T_OK(vidmm_paging_queue_create(dev, 1, 0, &q));
+    vidmm_handle list[2] = { a, b };
+    struct vidmm_make_resident_args r;
+    memset(&r, 0, sizeof r);
+    r.size_of = sizeof r;
+    r.allocations = list;
+    r.count = 2;
+    r.queue = q;
+    T_RC(vidmm_wddm2_make_resident(dev, &r), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(w2_refs(dev, a), 1);
+    cr_assert_eq(w2_refs(dev, b), 1);
+    r.count = 1; /* a alone: its process */
+    int rc = vidmm_wddm2_make_resident(dev, &r);
+    cr_assert(rc == 0 || rc == VIDMM_PENDING, "%d (%s)", rc, vidmm_strerror(rc));
+    cr_assert_eq(r.paging_fence, 1, "the refused call took a value of the queue's fence");
+    cr_assert_eq(w2_refs(dev, a), 2);
+    T_OK(vidmm_paging_queue_destroy(q));
+    vidmm_device_destroy(dev);
+}
+
+/* spec 15.4: victims by least recent use within a priority - a MakeResident of a resident
+ * allocation is a use of it. */
+Test(wddm2_residency, resident_again_is_a_use)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_handle a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = t_alloc_simple(dev, Q, T_SET(T_VIS));
+        w2_resident(dev, a[i]);
+    }
+    w2_resident(dev, a[0]); /* a[0] now the most recently used, a[1] the least */
+    T_OK(w2_evict_rc(dev, a, 4, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL));
+    T_OK(w2_evict_rc(dev, a, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL));
+    vidmm_handle e = t_alloc_simple(dev, Q, T_SET(T_VIS));
+    w2_resident(dev, e);
+    cr_assert_eq(w2_status(dev, a[1], NULL), VIDMM_RESIDENCY_NOT_RESIDENT, "the least recently used stayed");
+    cr_assert_eq(w2_status(dev, a[0], NULL), VIDMM_RESIDENCY_IN_GPU_MEMORY, "the one used again was the victim");
+    cr_assert_eq(w2_status(dev, a[2], NULL), VIDMM_RESIDENCY_IN_GPU_MEMORY);
+    cr_assert_eq(w2_status(dev, a[3], NULL), VIDMM_RESIDENCY_IN_GPU_MEMORY);
+    vidmm_device_destroy(dev);
+}
+
+/* =============================================================================================
  * Evict.
  * =========================================================================================== */
 

@@ -545,6 +545,131 @@ Test(wddm2_va, submit_repages_listed_allocation)
     vidmm_device_destroy(f.dev);
 }
 
+/* spec 15.24 for submissions by GPU VA (the only submissions of a WDDM2 device).
+ * cached_fx(): a device whose driver records the cache callbacks, a space of T_PROC and a
+ * Cached 64 KiB allocation of set 'set' mapped at f.va, made resident. */
+static struct fx cached_fx(struct t_rec *rec, uint32_t set)
+{
+    t_rec_init(rec);
+    static struct vidmm_driver drv;
+    drv = t_rec_driver(rec, false, false, true);
+    struct fx f;
+    f.dev = w2_dev_ex(&drv, 0);
+    f.sp = w2_space(f.dev, T_PROC);
+    f.va = w2_reserve(f.sp, 0, T_MiB);
+    struct vidmm_alloc_desc d = t_adesc(K64, set);
+    d.flags |= VIDMM_ALLOC_CACHED;
+    f.h = t_alloc(f.dev, &d);
+    w2_map(f.sp, f.va, f.h, 0, K64);
+    w2_resident(f.dev, f.h);
+    return f;
+}
+
+/* spec 15.24: "call flush_cpu_cache(range) before any GPU read of a Cached allocation that the
+ * CPU wrote while it was placed in a non-coherent segment" - a lock's writes in a memory
+ * segment, then a submission reading a page of it by VA: flushed once, covering the page. */
+Test(wddm2_va, submit_flushes_cpu_writes_of_cached)
+{
+    struct t_rec rec;
+    struct fx f = cached_fx(&rec, T_SET(T_VIS));
+    cr_assert_eq(tr(f.sp, f.va).segment_id, T_VIS);
+    uint8_t *p = t_lock(f.dev, f.h, 0);
+    memset(p + T_PG, 0x5A, T_PG);
+    t_unlock(f.dev, f.h);
+    const uint32_t before = rec.n_flush;
+    struct vidmm_va_ref ref = { f.va + T_PG, 64, 0, 0 };
+    uint64_t fence = 0;
+    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, &fence));
+    cr_assert_gt(rec.n_flush, before, "no flush_cpu_cache before the GPU read by VA");
+    cr_assert(rec.flush_p >= (void *)p && (uint8_t *)rec.flush_p + rec.flush_n <= p + K64,
+              "flushed [%p, +%zu), not within the allocation at %p", rec.flush_p, rec.flush_n, (void *)p);
+    cr_assert(rec.flush_p <= (void *)(p + T_PG) && (uint8_t *)rec.flush_p + rec.flush_n >= p + 2 * T_PG,
+              "flushed [%p, +%zu), not the page written at %p", rec.flush_p, rec.flush_n, (void *)(p + T_PG));
+    /* Not written since: the next submission flushes nothing. */
+    t_signal(f.dev, fence);
+    const uint32_t after = rec.n_flush;
+    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, &fence));
+    cr_assert_eq(rec.n_flush, after, "flushed again without a CPU write");
+    vidmm_device_destroy(f.dev);
+}
+
+/* spec 15.24, 15.23: the same after a Lock2 (every Lock2 may write) of a Cached allocation in a
+ * non-coherent aperture. */
+Test(wddm2_va, submit_flushes_lock2_writes_of_cached)
+{
+    struct t_rec rec;
+    struct fx f = cached_fx(&rec, T_SET(T_APE));
+    void *p = NULL;
+    T_OK(vidmm_wddm2_lock2(f.dev, T_PROC, f.h, 0, &p));
+    memset(p, 0x33, 128);
+    T_OK(vidmm_wddm2_unlock2(f.dev, f.h));
+    const uint32_t before = rec.n_flush;
+    struct vidmm_va_ref ref = { f.va, K64, 0, 0 };
+    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, NULL));
+    cr_assert_gt(rec.n_flush, before, "no flush_cpu_cache before the GPU read by VA after a Lock2");
+    cr_assert_eq(rec.flush_p, p);
+    cr_assert_eq(rec.flush_n, K64);
+    vidmm_device_destroy(f.dev);
+}
+
+/* spec 15.24: "invalidate_cpu_cache(range) before CPU reads after GPU writes" - a submission
+ * writing by VA, then a CPU lock (plain and Lock2). */
+Test(wddm2_va, cpu_read_after_submit_write_invalidates_cached)
+{
+    struct t_rec rec;
+    struct fx f = cached_fx(&rec, T_SET(T_VIS));
+    struct vidmm_va_ref ref = { f.va, T_PG, VIDMM_REF_WRITE, 0 };
+    uint64_t fence = 0;
+    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, &fence));
+    t_signal(f.dev, fence);
+    uint32_t before = rec.n_inval;
+    void *p = t_lock(f.dev, f.h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_gt(rec.n_inval, before, "no invalidate_cpu_cache before the CPU lock after a GPU write by VA");
+    cr_assert_eq(rec.inval_p, p);
+    cr_assert_eq(rec.inval_n, K64);
+    t_unlock(f.dev, f.h);
+    /* Lock2 of one in an aperture. */
+    struct t_rec rec2;
+    struct fx g = cached_fx(&rec2, T_SET(T_APE));
+    T_OK(vidmm_va_submit(g.sp, &ref, 1, 0, &fence));
+    t_signal(g.dev, fence);
+    before = rec2.n_inval;
+    void *q = NULL;
+    T_OK(vidmm_wddm2_lock2(g.dev, T_PROC, g.h, 0, &q));
+    cr_assert_gt(rec2.n_inval, before, "no invalidate_cpu_cache before Lock2 after a GPU write by VA");
+    cr_assert_eq(rec2.inval_p, q);
+    T_OK(vidmm_wddm2_unlock2(g.dev, g.h));
+    vidmm_device_destroy(g.dev);
+    vidmm_device_destroy(f.dev);
+}
+
+/* spec 15.24 is about Cached allocations: a write-combined one gets no callbacks. */
+Test(wddm2_va, submit_of_uncached_no_maintenance)
+{
+    struct t_rec rec;
+    t_rec_init(&rec);
+    struct vidmm_driver drv = t_rec_driver(&rec, false, false, true);
+    struct fx f;
+    f.dev = w2_dev_ex(&drv, 0);
+    f.sp = w2_space(f.dev, T_PROC);
+    f.va = w2_reserve(f.sp, 0, T_MiB);
+    f.h = t_alloc_simple(f.dev, K64, T_SET(T_VIS));
+    w2_map(f.sp, f.va, f.h, 0, K64);
+    w2_resident(f.dev, f.h);
+    uint8_t *p = t_lock(f.dev, f.h, 0);
+    memset(p, 1, 64);
+    t_unlock(f.dev, f.h);
+    struct vidmm_va_ref ref = { f.va, T_PG, VIDMM_REF_WRITE, 0 };
+    uint64_t fence = 0;
+    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, &fence));
+    t_signal(f.dev, fence);
+    t_lock(f.dev, f.h, VIDMM_LOCK_READ_ONLY);
+    t_unlock(f.dev, f.h);
+    cr_assert_eq(rec.n_flush, 0);
+    cr_assert_eq(rec.n_inval, 0);
+    vidmm_device_destroy(f.dev);
+}
+
 /* wddm2.h vidmm_va_submit(): malformed submissions are refused - no fault, no fence. */
 Test(wddm2_va, submit_rules)
 {
