@@ -152,6 +152,70 @@ Test(lazy, matches_eager_every_layout)
     check_surface(&s, "pitch-linear 777x55x3");
 }
 
+/* Surfaces large enough for a sequential read to become a stream that the view's handler reads
+ * ahead of (after a few faults whose chunks double): the read-ahead runs into the surface's
+ * end, which is no multiple of its chunks, and across mips, layers and slices. */
+Test(lazy, read_ahead_to_every_edge)
+{
+    require_lazy();
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 2048, 1100, 1, 4, 1, 1);
+    check_surface(&s, "block-linear 2048x1100x4 (8.6 MB)");
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1001, 700, 1, 12, 1, 1);
+    check_surface(&s, "block-linear 1001x700, 12-byte elements (8.4 MB)");
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 600, 1, 4, 4, 3);
+    check_surface(&s, "block-linear 1000x600x4, 4 mips, 3 layers (9.6 MB)");
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 250, 200, 37, 4, 1, 1);
+    check_surface(&s, "block-linear 3D 250x200x37x4 (7.4 MB)");
+    t_surf_init(&s, VIDMM_TILING_INTEL_Y, 6000, 1000, 1, 1, 1, 1);
+    check_surface(&s, "Intel Y 6000 bytes x 1000");
+}
+
+/* A stream that stops: what was read is the surface, the read-ahead past it neither reaches far
+ * nor shows other bytes, and pages written after it - in its range and beyond - come back at
+ * unlock while the pages it filled and nobody wrote leave the surface as it was. */
+Test(lazy, read_ahead_stopped_midway)
+{
+    require_lazy();
+    vidmm_device *dev = lazy_dev(true);
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
+    t_surf_sizes(&s);
+    const size_t tn = (size_t)s.tiled, ln = (size_t)s.linear;
+    unsigned char *tiled = malloc(tn), *want = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
+    cr_assert(tiled && want && exp && got);
+    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 21);
+    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, tn, want, ln), 0);
+
+    unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+    const size_t first = 1024 * 1024;
+    cr_assert_eq(memcmp(p, want, first), 0, "the first MiB read in order differs");
+    /* Backwards from the end, page by page: no stream, every page its own fault. */
+    for (size_t pg = ln / PAGE; pg-- > ln / PAGE - 64;)
+        cr_assert_eq(memcmp(p + pg * PAGE, want + pg * PAGE, PAGE), 0, "page %zu read backwards differs", pg);
+    size_t res = t_resident_pages(p, ln);
+    cr_assert(res < ln / PAGE / 2, "reading 1 MiB in order left %zu of %zu pages untiled", res, ln / PAGE);
+    cr_assert_eq(memcmp(p, want, ln), 0, "the view read whole after the stream stopped differs");
+    t_unlock(dev, h);
+
+    p = range_lock(dev, h, 0);
+    const size_t wrote = 3 * 1024 * 1024 + 100;
+    cr_assert_eq(memcmp(p, want, 2 * first), 0, "the first 2 MiB of a writable lock differ");
+    for (size_t i = first; i < wrote; i++)
+        p[i] = want[i] = (unsigned char)(i * 7 + 3);
+    cr_assert_eq(memcmp(p + wrote, want + wrote, 64 * PAGE), 0, "the pages after the writes differ");
+    t_unlock(dev, h);
+    memcpy(exp, tiled, tn);
+    cr_assert_eq(vidmm_swizzle_surface(&s.layout, &s.desc, exp, tn, want, ln), 0);
+    t_read(dev, h, 0, got, tn);
+    cr_assert_eq(memcmp(got, exp, tn), 0, "the tiled surface is not what the CPU wrote in order");
+    free(tiled);
+    free(want);
+    free(exp);
+    free(got);
+    vidmm_device_destroy(dev);
+}
+
 /* Locking maps the view and untiles nothing; touching a byte untiles a page (or a chunk), not
  * the surface. */
 Test(lazy, lock_untiles_only_what_is_touched)

@@ -12,15 +12,22 @@
  * sees it (its range would fault for ever in the child, which has no handler).
  *
  * Faults come in address order when the CPU walks a surface: after a fault on the page right
- * after the previous fault's chunk, the chunk doubles (up to LAZY_CHUNK_MAX), so a sequential
- * read costs one fault per chunk rather than one per page; a fault elsewhere starts again at
- * one page. Chunks stop at the first page already present (UFFDIO_COPY fails with EEXIST on
- * it: the pages before it are installed, the rest are left to their own faults). */
+ * after the previous chunk, the chunk doubles (up to LAZY_CHUNK_MAX), so a sequential read
+ * costs one fault per chunk rather than one per page; a fault elsewhere starts again at one
+ * page. Once the chunk has reached LAZY_CHUNK_MAX the walk is taken for a stream and the
+ * handler reads ahead: while no fault waits, it fills the chunks after the last one, up to
+ * LAZY_AHEAD bytes past the last fault, so the reader consumes one chunk while the next is
+ * untiled (on another CPU) rather than stopping at each. A fault on a page the read-ahead is
+ * filling is woken by that fill (UFFDIO_COPY wakes every fault in its range). Chunks stop at
+ * the first page already present (UFFDIO_COPY fails with EEXIST on it: the pages before it are
+ * installed, the rest are left to their own faults). Read-ahead stops at vmos_lazy_quiesce()
+ * and vmos_lazy_disarm(): after them nothing reads the surface. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -35,6 +42,11 @@
 /* The largest chunk a fault installs (bytes): 64 pages. The issue's probe found whole rows of
  * blocks per fault after sequential faults reach 0.45x of eager untiling for a full touch. */
 #define LAZY_CHUNK_MAX ((size_t)256 << 10)
+/* How far the read-ahead of a stream runs past the last fault (bytes). A reader that catches
+ * up with the read-ahead is woken by the fill it waits on, without a fault the handler sees, so
+ * the read-ahead also stops there when the reader keeps pace and starts again at its next
+ * fault; a reader that stops leaves at most this much untiled for nothing. */
+#define LAZY_AHEAD ((size_t)4 << 20)
 /* PAGEMAP_SCAN output regions per ioctl. */
 #define LAZY_SCAN_VEC 256
 
@@ -50,6 +62,9 @@ struct vmos_lazy {
     uint8_t *bounce;                  /* LAZY_CHUNK_MAX bytes, the handler's */
     size_t next;                      /* the page after the last chunk filled */
     size_t chunk;                     /* bytes the next sequential fault fills */
+    size_t ahead_end;                 /* read-ahead fills up to here (0: none) */
+    int hold;                         /* threads waiting for 'mu' (atomic): read-ahead pauses */
+    bool quiet;                       /* quiesced: no read-ahead until the next arming */
     uint64_t faults;                  /* statistics: faults served, bytes filled */
     uint64_t filled;
 };
@@ -79,22 +94,65 @@ static void serve(struct vmos_lazy *v, uintptr_t addr)
 {
     const size_t off = (addr - (uintptr_t)v->base) / v->page * v->page;
     pthread_mutex_lock(&v->mu);
-    size_t n = off == v->next && v->chunk < LAZY_CHUNK_MAX ? v->chunk * 2 : off == v->next ? LAZY_CHUNK_MAX : v->page;
+    const bool seq = off == v->next;
+    size_t n = seq ? (v->chunk < LAZY_CHUNK_MAX ? v->chunk * 2 : LAZY_CHUNK_MAX) : v->page;
     if (n > v->len - off)
         n = v->len - off;
     size_t done = install(v, off, n);
     if (done == 0 && n > v->page)
         done = install(v, off, v->page); /* the chunk ran into present pages: this one alone */
     if (done == 0) {
-        /* Present already (another thread's fault won): wake whoever waits on it. */
+        /* Present already (another thread's fault, or the read-ahead, won): wake whoever waits
+         * on it. The stream, if any, goes on where it was. */
         struct uffdio_range r = { (uintptr_t)v->base + off, v->page };
         (void)ioctl(v->uffd, UFFDIO_WAKE, &r);
+    } else {
+        v->next = off + done;
+        v->chunk = done;
+        /* A stream: read ahead from here. Anything else ends the read-ahead. */
+        size_t end = v->armed && !v->quiet && seq && done == LAZY_CHUNK_MAX ? off + LAZY_AHEAD : 0;
+        __atomic_store_n(&v->ahead_end, end < v->len ? end : v->len, __ATOMIC_RELAXED);
     }
-    v->next = off + (done ? done : v->page);
-    v->chunk = done ? done : v->page;
     v->faults++;
     v->filled += done;
     pthread_mutex_unlock(&v->mu);
+}
+
+static bool ahead_pending(struct vmos_lazy *v)
+{
+    return __atomic_load_n(&v->ahead_end, __ATOMIC_RELAXED) != 0;
+}
+
+/* read_ahead() fills the next chunk of the stream, when there is one to fill and nobody waits
+ * for the mutex (a thread quiescing or disarming the view comes first: the handler would
+ * otherwise take the mutex back at once, chunk after chunk). */
+static void read_ahead(struct vmos_lazy *v)
+{
+    if (__atomic_load_n(&v->hold, __ATOMIC_ACQUIRE) != 0) {
+        sched_yield();
+        return;
+    }
+    pthread_mutex_lock(&v->mu);
+    if (v->ahead_end != 0 && v->next < v->ahead_end) {
+        size_t n = v->ahead_end - v->next < v->chunk ? v->ahead_end - v->next : v->chunk;
+        size_t done = install(v, v->next, n);
+        v->filled += done;
+        v->next += done;
+        if (done == 0 || v->next >= v->ahead_end)
+            __atomic_store_n(&v->ahead_end, 0, __ATOMIC_RELAXED); /* a present page or the end: done */
+    } else {
+        __atomic_store_n(&v->ahead_end, 0, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* hold_lock() takes the mutex ahead of the read-ahead and stops it. */
+static void hold_lock(struct vmos_lazy *v)
+{
+    __atomic_add_fetch(&v->hold, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&v->mu);
+    __atomic_sub_fetch(&v->hold, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&v->ahead_end, 0, __ATOMIC_RELAXED);
 }
 
 static void *handler(void *arg)
@@ -102,19 +160,24 @@ static void *handler(void *arg)
     struct vmos_lazy *v = arg;
     struct pollfd p[2] = { { v->uffd, POLLIN, 0 }, { v->stop_fd, POLLIN, 0 } };
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
+        /* With read-ahead to do, only look for a fault (or the stop) before each chunk. */
+        const bool ahead = ahead_pending(v);
+        int r = poll(p, 2, ahead ? 0 : -1);
+        if (r < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (p[1].revents)
             break;
-        struct uffd_msg m;
-        ssize_t r = read(v->uffd, &m, sizeof m);
-        if (r != (ssize_t)sizeof m)
+        if (r > 0 && (p[0].revents & POLLIN)) {
+            struct uffd_msg m;
+            if (read(v->uffd, &m, sizeof m) == (ssize_t)sizeof m && m.event == UFFD_EVENT_PAGEFAULT)
+                serve(v, (uintptr_t)m.arg.pagefault.address);
             continue; /* EAGAIN: another wakeup took it */
-        if (m.event == UFFD_EVENT_PAGEFAULT)
-            serve(v, (uintptr_t)m.arg.pagefault.address);
+        }
+        if (ahead)
+            read_ahead(v);
     }
     return NULL;
 }
@@ -213,6 +276,8 @@ void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx)
     v->armed = true;
     v->next = SIZE_MAX;
     v->chunk = v->page;
+    __atomic_store_n(&v->ahead_end, 0, __ATOMIC_RELAXED);
+    v->quiet = false;
     pthread_mutex_unlock(&v->mu);
 }
 
@@ -262,13 +327,14 @@ void vmos_lazy_quiesce(struct vmos_lazy *v)
     /* Every fill finished so far released the mutex after reading the surface: taking it
      * orders them before what the caller does next (the kernel's wake-up of a faulting thread
      * orders them too, but no tool sees that), and waits for a fill in progress. */
-    pthread_mutex_lock(&v->mu);
+    hold_lock(v); /* and the read-ahead stops: the caller may write the surface next */
+    v->quiet = true;
     pthread_mutex_unlock(&v->mu);
 }
 
 void vmos_lazy_disarm(struct vmos_lazy *v, struct vmos_lazy_stats *st)
 {
-    pthread_mutex_lock(&v->mu); /* waits for a fill in progress */
+    hold_lock(v); /* waits for a fill in progress, stops the read-ahead */
     v->armed = false;
     v->fill = NULL;
     v->ctx = NULL;
