@@ -701,7 +701,7 @@ static void lazy_fill(void *ctx, size_t off, size_t len, uint8_t *dst)
  * again when too small). False when there is none (the device did not ask, the kernel refused
  * one, no memory): the eager view serves. Called with the device mutex released. */
 static bool lazy_lock(vidmm_device *dev, struct vm_range *r, const struct vm_group *g, const uint8_t *tiled,
-                      size_t need)
+                      size_t need, bool writable)
 {
     if (!dev->lazy_ranges || r->lazy_failed)
         return false;
@@ -721,7 +721,7 @@ static bool lazy_lock(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         return false;
     vm_lazy_fill_free(r->fill);
     r->fill = f;
-    vmos_lazy_arm(r->lazy, lazy_fill, f);
+    vmos_lazy_arm(r->lazy, lazy_fill, f, writable);
     r->lazy_armed = true;
     return true;
 }
@@ -837,7 +837,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
                       uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
-    if (lazy_lock(dev, r, g, tiled, need)) {
+    if (lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
     }
