@@ -528,14 +528,12 @@ void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx, bool wri
     pthread_mutex_unlock(&v->mu);
 }
 
-int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words)
+/* scan_written() sets in 'bitmap' the pages of [start, end) (view offsets) written since
+ * they were installed. */
+static int scan_written(struct vmos_lazy *v, size_t from, size_t to, uint64_t *bitmap)
 {
-    const size_t pages = v->len / v->page;
-    if (words * 64 < pages)
-        return VIDMM_E_INVALID_ARG;
-    memset(bitmap, 0, words * sizeof *bitmap);
     struct page_region vec[LAZY_SCAN_VEC];
-    uint64_t start = (uintptr_t)v->base, end = start + v->len;
+    uint64_t start = (uintptr_t)v->base + from, end = (uintptr_t)v->base + to;
     while (start < end) {
         struct pm_scan_arg a;
         memset(&a, 0, sizeof a);
@@ -566,13 +564,40 @@ int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words)
             return VIDMM_E_IO;
         start = a.walk_end;
     }
-    if (v->raced != NULL) {
-        hold_lock(v); /* the handler sets them */
-        for (size_t w = 0; w < (pages + 63) / 64; w++)
-            bitmap[w] |= v->raced[w];
-        pthread_mutex_unlock(&v->mu);
-    }
     return 0;
+}
+
+int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words)
+{
+    const size_t pages = v->len / v->page;
+    if (words * 64 < pages)
+        return VIDMM_E_INVALID_ARG;
+    memset(bitmap, 0, words * sizeof *bitmap);
+    if (v->stock == NULL)
+        return scan_written(v, 0, v->len, bitmap);
+    /* Only the runs installed since arming can have been written: the scan of a whole view
+     * walks every page-table entry its last full read left (the moves back leave the tables,
+     * the MADV_DONTNEED of the copies freed them): lock + write one page + unlock after a
+     * read of all 64 MiB took 62 us that way, 22 us before the read. */
+    hold_lock(v); /* the handler sets the maps */
+    int rc = 0;
+    for (size_t p0 = 0; p0 < pages && rc == 0;) {
+        const uint64_t in = (v->moved[p0 / 64] | v->copied[p0 / 64]) >> (p0 % 64);
+        if (in == 0) {
+            p0 = (p0 / 64 + 1) * 64; /* the rest of the word: none installed */
+            continue;
+        }
+        p0 += (size_t)__builtin_ctzll(in);
+        size_t p1 = p0 + 1;
+        while (p1 < pages && (bit(v->moved, p1) || bit(v->copied, p1)))
+            p1++;
+        rc = scan_written(v, p0 * v->page, p1 * v->page, bitmap);
+        p0 = p1;
+    }
+    for (size_t w = 0; w < (pages + 63) / 64; w++)
+        bitmap[w] |= v->raced[w];
+    pthread_mutex_unlock(&v->mu);
+    return rc;
 }
 
 void vmos_lazy_quiesce(struct vmos_lazy *v)
