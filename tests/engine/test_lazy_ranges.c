@@ -155,9 +155,8 @@ Test(lazy, matches_eager_every_layout)
 /* Surfaces large enough for a sequential read to become a stream that the view's handler reads
  * ahead of (after a few faults whose chunks double): the read-ahead runs into the surface's
  * end, which is no multiple of its chunks, and across mips, layers and slices. */
-Test(lazy, read_ahead_to_every_edge)
+static void check_streams(void)
 {
-    require_lazy();
     struct t_surf s;
     t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 2048, 1100, 1, 4, 1, 1);
     check_surface(&s, "block-linear 2048x1100x4 (8.6 MB)");
@@ -171,22 +170,69 @@ Test(lazy, read_ahead_to_every_edge)
     check_surface(&s, "Intel Y 6000 bytes x 1000");
 }
 
+Test(lazy, read_ahead_to_every_edge)
+{
+    require_lazy();
+    check_streams();
+}
+
+/* A 16 MiB block-linear surface on a lazy device, with what its linear view should show
+ * ('want') and room to check the tiled result against it. */
+struct big {
+    vidmm_device *dev;
+    struct t_surf s;
+    vidmm_handle h;
+    size_t tn, ln;
+    unsigned char *tiled, *want, *exp, *got;
+};
+
+static void big_open(struct big *b, uint32_t seed)
+{
+    b->dev = lazy_dev(true);
+    t_surf_init(&b->s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1);
+    t_surf_sizes(&b->s);
+    b->tn = (size_t)b->s.tiled;
+    b->ln = (size_t)b->s.linear;
+    b->tiled = malloc(b->tn);
+    b->want = malloc(b->ln);
+    b->exp = malloc(b->tn);
+    b->got = malloc(b->tn);
+    cr_assert(b->tiled && b->want && b->exp && b->got);
+    b->h = t_surf_alloc(b->dev, &b->s, b->tiled, seed);
+    cr_assert_eq(vidmm_deswizzle_surface(&b->s.layout, &b->s.desc, b->tiled, b->tn, b->want, b->ln), 0);
+}
+
+/* big_tiled_is_want() checks, after an unlock, that the surface holds 'want' tiled. */
+static bool big_tiled_is_want(struct big *b)
+{
+    memcpy(b->exp, b->tiled, b->tn);
+    cr_assert_eq(vidmm_swizzle_surface(&b->s.layout, &b->s.desc, b->exp, b->tn, b->want, b->ln), 0);
+    t_read(b->dev, b->h, 0, b->got, b->tn);
+    memcpy(b->tiled, b->got, b->tn);
+    return memcmp(b->got, b->exp, b->tn) == 0;
+}
+
+static void big_close(struct big *b)
+{
+    free(b->tiled);
+    free(b->want);
+    free(b->exp);
+    free(b->got);
+    vidmm_device_destroy(b->dev);
+}
+
 /* A stream that stops: what was read is the surface, the read-ahead past it neither reaches far
  * nor shows other bytes, and pages written after it - in its range and beyond - come back at
  * unlock while the pages it filled and nobody wrote leave the surface as it was. */
 Test(lazy, read_ahead_stopped_midway)
 {
     require_lazy();
-    vidmm_device *dev = lazy_dev(true);
-    struct t_surf s;
-    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
-    t_surf_sizes(&s);
-    const size_t tn = (size_t)s.tiled, ln = (size_t)s.linear;
-    unsigned char *tiled = malloc(tn), *want = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
-    cr_assert(tiled && want && exp && got);
-    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 21);
-    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, tn, want, ln), 0);
-
+    struct big b;
+    big_open(&b, 21);
+    vidmm_device *dev = b.dev;
+    const vidmm_handle h = b.h;
+    const size_t ln = b.ln;
+    unsigned char *want = b.want;
     unsigned char *p = range_lock(dev, h, VIDMM_LOCK_READ_ONLY);
     const size_t first = 1024 * 1024;
     cr_assert_eq(memcmp(p, want, first), 0, "the first MiB read in order differs");
@@ -205,15 +251,8 @@ Test(lazy, read_ahead_stopped_midway)
         p[i] = want[i] = (unsigned char)(i * 7 + 3);
     cr_assert_eq(memcmp(p + wrote, want + wrote, 64 * PAGE), 0, "the pages after the writes differ");
     t_unlock(dev, h);
-    memcpy(exp, tiled, tn);
-    cr_assert_eq(vidmm_swizzle_surface(&s.layout, &s.desc, exp, tn, want, ln), 0);
-    t_read(dev, h, 0, got, tn);
-    cr_assert_eq(memcmp(got, exp, tn), 0, "the tiled surface is not what the CPU wrote in order");
-    free(tiled);
-    free(want);
-    free(exp);
-    free(got);
-    vidmm_device_destroy(dev);
+    cr_assert(big_tiled_is_want(&b), "the tiled surface is not what the CPU wrote in order");
+    big_close(&b);
 }
 
 /* VIDMM_LAZY=copy: the views copy every page in (UFFDIO_COPY) rather than moving recycled
@@ -227,10 +266,7 @@ Test(lazy, copy_path_matches_eager)
     check_surface(&s, "copy path: block-linear 1000x300x4");
     t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 517, 129, 1, 12, 1, 1);
     check_surface(&s, "copy path: block-linear 517x129, 12-byte elements");
-    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 1000, 600, 1, 4, 4, 3);
-    check_surface(&s, "copy path: block-linear 1000x600x4, 4 mips, 3 layers");
-    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 250, 200, 37, 4, 1, 1);
-    check_surface(&s, "copy path: block-linear 3D 250x200x37x4");
+    check_streams();
     unsetenv("VIDMM_LAZY");
 }
 
@@ -288,35 +324,20 @@ static void *ahead_writer(void *arg)
 Test(lazy, writes_racing_the_installs)
 {
     require_lazy();
-    vidmm_device *dev = lazy_dev(true);
-    struct t_surf s;
-    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 4096, 1024, 1, 4, 1, 1); /* 16 MiB */
-    t_surf_sizes(&s);
-    const size_t tn = (size_t)s.tiled, ln = (size_t)s.linear;
-    unsigned char *tiled = malloc(tn), *want = malloc(ln), *exp = malloc(tn), *got = malloc(tn);
-    cr_assert(tiled && want && exp && got);
-    vidmm_handle h = t_surf_alloc(dev, &s, tiled, 23);
-    cr_assert_eq(vidmm_deswizzle_surface(&s.layout, &s.desc, tiled, tn, want, ln), 0);
+    struct big b;
+    big_open(&b, 23);
     for (int round = 0; round < 4; round++) {
-        struct racer rc = { .p = range_lock(dev, h, 0), .want = want, .n = ln };
-        pthread_t a, b;
-        cr_assert_eq(pthread_create(&b, NULL, ahead_writer, &rc), 0);
-        cr_assert_eq(pthread_create(&a, NULL, stream_writer, &rc), 0);
-        cr_assert_eq(pthread_join(a, NULL), 0);
-        cr_assert_eq(pthread_join(b, NULL), 0);
-        t_unlock(dev, h);
-        memcpy(exp, tiled, tn);
-        cr_assert_eq(vidmm_swizzle_surface(&s.layout, &s.desc, exp, tn, want, ln), 0);
-        t_read(dev, h, 0, got, tn);
-        cr_assert_eq(memcmp(got, exp, tn), 0, "round %d: a write did not come back (%lu written ahead)", round,
-                     rc.ahead_writes);
-        memcpy(tiled, got, tn);
+        struct racer rc = { .p = range_lock(b.dev, b.h, 0), .want = b.want, .n = b.ln };
+        pthread_t stream, ahead;
+        cr_assert_eq(pthread_create(&ahead, NULL, ahead_writer, &rc), 0);
+        cr_assert_eq(pthread_create(&stream, NULL, stream_writer, &rc), 0);
+        cr_assert_eq(pthread_join(stream, NULL), 0);
+        cr_assert_eq(pthread_join(ahead, NULL), 0);
+        t_unlock(b.dev, b.h);
+        cr_assert(big_tiled_is_want(&b), "round %d: a write did not come back (%lu written ahead)", round,
+                  rc.ahead_writes);
     }
-    free(tiled);
-    free(want);
-    free(exp);
-    free(got);
-    vidmm_device_destroy(dev);
+    big_close(&b);
 }
 
 /* Locking maps the view and untiles nothing; touching a byte untiles a page (or a chunk), not

@@ -419,6 +419,18 @@ static void *handler(void *arg)
     return NULL;
 }
 
+/* free_stock() unmaps the stock and frees its maps (each may be missing). */
+static void free_stock(struct vmos_lazy *v)
+{
+    if (v->stock != NULL)
+        munmap(v->stock, v->len);
+    v->stock = NULL;
+    free(v->raced);
+    free(v->stocked);
+    free(v->moved);
+    free(v->copied);
+}
+
 int vmos_lazy_create(size_t len, struct vmos_lazy **out)
 {
     struct vmos_lazy *v = calloc(1, sizeof *v);
@@ -522,12 +534,7 @@ fail:
     if (v->uffd >= 0)
         close(v->uffd);
     free(v->bounce);
-    if (v->stock != NULL)
-        munmap(v->stock, v->len);
-    free(v->raced);
-    free(v->stocked);
-    free(v->moved);
-    free(v->copied);
+    free_stock(v);
     if (v->base != NULL)
         munmap(v->base, v->len);
     pthread_mutex_destroy(&v->mu);
@@ -662,12 +669,7 @@ void vmos_lazy_destroy(struct vmos_lazy *v)
     close(v->uffd);
     close(v->pm_fd);
     munmap(v->base, v->len);
-    if (v->stock != NULL)
-        munmap(v->stock, v->len);
-    free(v->raced);
-    free(v->stocked);
-    free(v->moved);
-    free(v->copied);
+    free_stock(v);
     free(v->bounce);
     pthread_mutex_destroy(&v->mu);
     free(v);
