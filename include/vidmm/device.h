@@ -276,7 +276,11 @@ struct vidmm_driver {
                                               back the pages written. Where the kernel gives no
                                               full userfaultfd with WP_ASYNC (Linux 6.7), or
                                               VIDMM_LAZY=off, the eager view is used instead.
-                                              The view must not be touched after the unlock. */
+                                              The view must not be touched after the unlock.
+                                              From Linux 6.8 the view's pages are recycled
+                                              rather than freed at unlock (up to the linear
+                                              size stays committed, as the eager view's
+                                              buffer does); VIDMM_LAZY=copy frees them. */
 #define VIDMM_DEVICE_WDDM2           0x8u  /* the WDDM 2.x model (include/vidmm/wddm2.h): GPU
                                               VAs, residency lists, budgets; WDDM1-only
                                               mechanisms refused. Needs swizzling_ranges 0 and

@@ -597,6 +597,7 @@ struct vm_lazy_fill {
     const uint8_t *tiled;
     size_t tiled_size;
     uint32_t elem, nsub;
+    size_t linear_end;          /* the end of the last subresource: zeros after it */
     struct vm_lazy_sub *sub;
     uint8_t *tmp;               /* one row of mip 0 plus an element: partial rows go through it */
 };
@@ -636,6 +637,8 @@ static struct vm_lazy_fill *lazy_fill_new(const struct vm_group *g, const uint8_
             }
             f->sub[k] = (struct vm_lazy_sub){ mip, layer, si.width, si.height, si.depth, si.linear_offset,
                                               si.linear_size };
+            if (si.linear_offset + si.linear_size > f->linear_end)
+                f->linear_end = (size_t)(si.linear_offset + si.linear_size);
             if ((size_t)si.width * f->elem > widest)
                 widest = (size_t)si.width * f->elem;
         }
@@ -649,12 +652,16 @@ static struct vm_lazy_fill *lazy_fill_new(const struct vm_group *g, const uint8_
 /* lazy_fill() untiles bytes [off, off + len) of the packed linear surface into 'dst' (the
  * handler thread's fill; bytes past the surface, in the view's last page, are zero): runs of
  * whole rows of one slice straight into 'dst', a partial row through 'tmp', widened to whole
- * elements. */
+ * elements. The subresources are packed end to end from offset 0 (vidmm_surface_subresource()),
+ * so every byte before 'linear_end' is some subresource's and only the tail is zeroed. */
 static void lazy_fill(void *ctx, size_t off, size_t len, uint8_t *dst)
 {
     const struct vm_lazy_fill *f = ctx;
     const size_t end = off + len, e = f->elem;
-    memset(dst, 0, len);
+    if (end > f->linear_end) {
+        const size_t z = off > f->linear_end ? off : f->linear_end;
+        memset(dst + (z - off), 0, end - z);
+    }
     for (uint32_t k = 0; k < f->nsub; k++) {
         const struct vm_lazy_sub *sb = &f->sub[k];
         if (sb->lo >= end || sb->lo + sb->size <= off)
@@ -672,16 +679,18 @@ static void lazy_fill(void *ctx, size_t off, size_t len, uint8_t *dst)
                 if (rows > sb->h - y)
                     rows = sb->h - y;
                 struct vidmm_box box = { 0, y, z, sb->w, rows, 1 };
-                (void)vidmm_deswizzle(f->layout, f->surface, sb->mip, sb->layer, &box, f->tiled, f->tiled_size, out,
-                                      (size_t)rows * row, row, (size_t)rows * row);
+                if (vidmm_deswizzle(f->layout, f->surface, sb->mip, sb->layer, &box, f->tiled, f->tiled_size, out,
+                                    (size_t)rows * row, row, (size_t)rows * row) != 0)
+                    memset(out, 0, (size_t)rows * row); /* never the last fill's bytes */
                 s0 += (size_t)rows * row;
                 continue;
             }
             const size_t re = s1 - ri * row < row ? s1 - ri * row : row;
             const uint32_t x0 = (uint32_t)(rb / e), x1 = (uint32_t)((re + e - 1) / e);
             struct vidmm_box box = { x0, y, z, x1 - x0, 1, 1 };
-            (void)vidmm_deswizzle(f->layout, f->surface, sb->mip, sb->layer, &box, f->tiled, f->tiled_size, f->tmp,
-                                  (size_t)(x1 - x0) * e, (size_t)(x1 - x0) * e, 0);
+            if (vidmm_deswizzle(f->layout, f->surface, sb->mip, sb->layer, &box, f->tiled, f->tiled_size, f->tmp,
+                                (size_t)(x1 - x0) * e, (size_t)(x1 - x0) * e, 0) != 0)
+                memset(f->tmp, 0, (size_t)(x1 - x0) * e);
             memcpy(out, f->tmp + (rb - (size_t)x0 * e), re - rb);
             s0 = ri * row + re;
         }
@@ -692,7 +701,7 @@ static void lazy_fill(void *ctx, size_t off, size_t len, uint8_t *dst)
  * again when too small). False when there is none (the device did not ask, the kernel refused
  * one, no memory): the eager view serves. Called with the device mutex released. */
 static bool lazy_lock(vidmm_device *dev, struct vm_range *r, const struct vm_group *g, const uint8_t *tiled,
-                      size_t need)
+                      size_t need, bool writable)
 {
     if (!dev->lazy_ranges || r->lazy_failed)
         return false;
@@ -712,7 +721,7 @@ static bool lazy_lock(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         return false;
     vm_lazy_fill_free(r->fill);
     r->fill = f;
-    vmos_lazy_arm(r->lazy, lazy_fill, f);
+    vmos_lazy_arm(r->lazy, lazy_fill, f, writable);
     r->lazy_armed = true;
     return true;
 }
@@ -828,7 +837,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
                       uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
-    if (lazy_lock(dev, r, g, tiled, need)) {
+    if (lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
     }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/engine/t_engine.c - the helpers of t_engine.h. Every helper that expects success fails
  * the test (cr_assert) with the call and the error name when the engine says otherwise. */
+#define _GNU_SOURCE /* memfd_create() */
 #include "t_engine.h"
 
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Segments and devices.
@@ -735,4 +737,24 @@ size_t t_resident_pages(const void *p, size_t n)
         count += v[i] & 1;
     free(v);
     return count;
+}
+
+int t_wp_async_shared(void)
+{
+    int fd = memfd_create("vidmm-test-probe", MFD_CLOEXEC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, 16 * (off_t)T_PG), 0);
+    void *m = mmap(NULL, 16 * T_PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+    d.base = m;
+    d.size = 16 * T_PG;
+    d.backend = VIDMM_WRITEWATCH_UFFD;
+    d.flags = VIDMM_WRITEWATCH_QUIET;
+    vidmm_writewatch *ww = NULL;
+    const int rc = vidmm_writewatch_create(&d, &ww);
+    vidmm_writewatch_destroy(ww);
+    munmap(m, 16 * T_PG);
+    close(fd);
+    return rc;
 }

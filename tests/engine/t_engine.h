@@ -275,5 +275,10 @@ void t_surf_sizes(struct t_surf *s);
 vidmm_handle t_surf_alloc(vidmm_device *dev, const struct t_surf *s, unsigned char *tiled, uint32_t seed);
 /* Pages of [p, p + n) (from the page holding p) in memory, by mincore(). */
 size_t t_resident_pages(const void *p, size_t n);
+/* Whether this process gets the write tracking a shared memory mapping (what the backing-store
+ * arena is) needs: a userfaultfd write-watch on a memfd mapping (Linux 6.7 with WP_ASYNC and
+ * PAGEMAP_SCAN, a full userfaultfd or one for user faults, no valgrind). 0, or what
+ * vidmm_writewatch_create() said. (test_lock_dirty.c, test_unprivileged.c) */
+int t_wp_async_shared(void);
 
 #endif /* VIDMM_TESTS_T_ENGINE_H */

@@ -32,21 +32,7 @@
  * backing-store arena is) needs: a userfaultfd write-watch on a memfd mapping. */
 static void require_tracking(void)
 {
-    int fd = memfd_create("vidmm-test-probe", MFD_CLOEXEC);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(ftruncate(fd, 16 * (off_t)T_PG), 0);
-    void *p = mmap(NULL, 16 * T_PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    cr_assert_neq(p, MAP_FAILED);
-    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
-    d.base = p;
-    d.size = 16 * T_PG;
-    d.backend = VIDMM_WRITEWATCH_UFFD;
-    d.flags = VIDMM_WRITEWATCH_QUIET;
-    vidmm_writewatch *ww = NULL;
-    int rc = vidmm_writewatch_create(&d, &ww);
-    vidmm_writewatch_destroy(ww);
-    munmap(p, 16 * T_PG);
-    close(fd);
+    int rc = t_wp_async_shared();
     if (rc != 0)
         cr_skip_test("no userfaultfd asynchronous write-protect for shared memory here (%s): Linux 6.7 with "
                      "WP_ASYNC and PAGEMAP_SCAN, a full userfaultfd, and no valgrind are needed",
@@ -81,10 +67,11 @@ static void on_inval(void *arg, void *p, size_t n)
  * (VIDMM_HUGE_TIER=base, read once per process: each test is its own process): on transparent
  * huge pages the kernel resolves a write-protect fault for the whole 2 MiB page, and the pages
  * reported written are then every page of it - never short, but not the exact set these tests
- * check. */
-static vidmm_device *dev_make(struct flushes *f, struct vidmm_driver *drv)
+ * check. dev_make_any_pages(): on the best tier there is instead. */
+static vidmm_device *dev_make_tier(struct flushes *f, struct vidmm_driver *drv, bool base_pages)
 {
-    setenv("VIDMM_HUGE_TIER", "base", 1);
+    if (base_pages)
+        setenv("VIDMM_HUGE_TIER", "base", 1);
     static struct vidmm_segment_desc segs[2];
     segs[0] = t_mem_seg(T_VIS_BASE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE);
     segs[1] = t_aper_seg(T_APE_BASE, SEG_SIZE, 0);
@@ -99,6 +86,11 @@ static vidmm_device *dev_make(struct flushes *f, struct vidmm_driver *drv)
         d.driver = drv;
     }
     return t_dev(&d);
+}
+
+static vidmm_device *dev_make(struct flushes *f, struct vidmm_driver *drv)
+{
+    return dev_make_tier(f, drv, true);
 }
 
 /* A 2 MiB allocation with 'flags', resident in the memory segment; '*seg' is its segment copy. */
@@ -433,18 +425,16 @@ Test(lock_dirty, cached_submit_inside_lock_flushes_everything)
     uint64_t fence = 0;
     T_OK(vidmm_submit(dev, &r, 1, 0, &where, &fence));
     T_OK(vidmm_fence_signal(dev, fence));
-    uint64_t bytes = 0;
-    for (size_t i = before; i < f.n && i < MAX_FLUSH; i++)
-        bytes += f.len[i];
+    uint8_t pages[NPG];
+    uint64_t bytes;
+    cr_assert(flushed_pages(&f, before, where.cpu, pages, &bytes), "a flush outside the allocation");
     cr_assert_eq(bytes, ASIZE, "a submission inside a watched lock flushed %llu bytes, not all of it",
                  (unsigned long long)bytes);
     write_page(p, 9, 9);
     t_unlock(dev, h);
     before = f.n;
     t_use(dev, h, 0);
-    bytes = 0;
-    for (size_t i = before; i < f.n && i < MAX_FLUSH; i++)
-        bytes += f.len[i];
+    cr_assert(flushed_pages(&f, before, where.cpu, pages, &bytes), "a flush outside the allocation");
     cr_assert_geq(bytes, T_PG, "page 9, written after the first flush, was not flushed");
     vidmm_device_destroy(dev);
 }
@@ -454,20 +444,9 @@ Test(lock_dirty, cached_submit_inside_lock_flushes_everything)
 Test(lock_dirty, cached_flush_never_short_on_any_pages)
 {
     require_tracking();
-    static struct vidmm_segment_desc segs[2];
-    segs[0] = t_mem_seg(T_VIS_BASE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE);
-    segs[1] = t_aper_seg(T_APE_BASE, SEG_SIZE, 0);
-    struct vidmm_device_desc d = t_ddesc(segs, 2);
-    d.sysmem_reserve = 64 * T_MiB;
     struct flushes f;
-    memset(&f, 0, sizeof f);
     struct vidmm_driver drv;
-    memset(&drv, 0, sizeof drv);
-    drv.arg = &f;
-    drv.flush_cpu_cache = on_flush;
-    drv.invalidate_cpu_cache = on_inval;
-    d.driver = &drv;
-    vidmm_device *dev = t_dev(&d); /* no VIDMM_HUGE_TIER: the best tier there is */
+    vidmm_device *dev = dev_make_tier(&f, &drv, false); /* no VIDMM_HUGE_TIER: the best tier there is */
     uint8_t *seg;
     vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_CACHED, &seg);
     uint8_t *p = t_lock(dev, h, 0);

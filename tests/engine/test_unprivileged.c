@@ -107,27 +107,6 @@ Test(unprivileged, lazy_ranges_fall_back_to_eager_views)
     vidmm_device_destroy(dev);
 }
 
-/* Does asynchronous write-protect work here on shared memory (what the arena is)? */
-static bool wp_async_here(void)
-{
-    int fd = memfd_create("vidmm-test-probe", MFD_CLOEXEC);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(ftruncate(fd, 16 * (off_t)T_PG), 0);
-    void *m = mmap(NULL, 16 * T_PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    cr_assert_neq(m, MAP_FAILED);
-    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
-    d.base = m;
-    d.size = 16 * T_PG;
-    d.backend = VIDMM_WRITEWATCH_UFFD;
-    d.flags = VIDMM_WRITEWATCH_QUIET;
-    vidmm_writewatch *ww = NULL;
-    const bool ok = vidmm_writewatch_create(&d, &ww) == 0;
-    vidmm_writewatch_destroy(ww);
-    munmap(m, 16 * T_PG);
-    close(fd);
-    return ok;
-}
-
 Test(unprivileged, plain_lock_tracking_sees_kernel_writes)
 {
     become_nobody();
@@ -162,7 +141,7 @@ Test(unprivileged, plain_lock_tracking_sees_kernel_writes)
         if (log->op[i].type == VIDMM_PAGING_TRANSFER && log->op[i].allocation == h)
             bytes += log->op[i].size;
     free(log);
-    if (wp_async_here()) /* tracked: pages 9, 10 and 300 only */
+    if (t_wp_async_shared() == 0) /* tracked: pages 9, 10 and 300 only */
         cr_assert_eq(bytes, 3 * T_PG, "the copy-back moved %llu bytes: the tracking missed or over-counted",
                      (unsigned long long)bytes);
     else

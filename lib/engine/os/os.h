@@ -81,7 +81,9 @@ void vmos_view_unmap(void *p, size_t len);
  * VIDMM_E_UNSUPPORTED where the kernel or the privileges give no full userfaultfd with
  * WP_ASYNC and PAGEMAP_SCAN (Linux 6.7). vmos_lazy_written() sets the bit of every page written
  * since arming; vmos_lazy_disarm() stops filling (a later access reads zeros), drops every
- * page, and reports the faults served and bytes filled since arming. */
+ * page, and reports the faults served and bytes filled since arming. Where the kernel moves
+ * pages (Linux 6.8) the view's pages are recycled through a stock of its own rather than freed,
+ * which keeps up to 'len' bytes committed between armings (VIDMM_LAZY=copy: never). */
 struct vmos_lazy;
 typedef void (*vmos_lazy_fill)(void *ctx, size_t off, size_t len, uint8_t *dst);
 struct vmos_lazy_stats {
@@ -90,7 +92,10 @@ struct vmos_lazy_stats {
 int vmos_lazy_create(size_t len, struct vmos_lazy **out);
 uint8_t *vmos_lazy_base(const struct vmos_lazy *v);
 size_t vmos_lazy_len(const struct vmos_lazy *v);
-void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx);
+/* 'writes': the caller will ask vmos_lazy_written() for the pages written; without it the set
+ * may miss a page another thread wrote while its chunk was being installed (a READ_ONLY lock's
+ * view: nobody tiles back what it wrote), and installing costs less. */
+void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx, bool writes);
 int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words);
 /* vmos_lazy_quiesce() returns once no fill is in progress, every fill so far ordered before
  * the caller's next steps (it then writes what fills read). */

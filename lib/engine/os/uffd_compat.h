@@ -37,6 +37,27 @@
 #  define UFFD_FEATURE_WP_ASYNC (1u << 15)
 #endif
 
+/* include/uapi/linux/userfaultfd.h, Linux 6.8: UFFDIO_MOVE moves anonymous pages from one
+ * address of the process to another (page-table entries, not bytes), the destination inside a
+ * registered range. The moved entry is writable and not write-protected, whatever the source's
+ * was; a page pinned or shared (fork) does not move (EBUSY). */
+#ifndef UFFD_FEATURE_MOVE
+#  define UFFD_FEATURE_MOVE (1u << 16)
+#endif
+#ifndef UFFDIO_MOVE
+struct uffdio_move {
+    __u64 dst;
+    __u64 src;
+    __u64 len;
+    __u64 mode;         /* UFFDIO_MOVE_MODE_* */
+    __s64 move;         /* out: bytes moved, or -errno */
+};
+#  define _UFFDIO_MOVE (0x05)
+#  define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#  define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
+#  define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
+#endif
+
 /* include/uapi/linux/fs.h, Linux 6.7: the PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap. */
 #ifndef PAGEMAP_SCAN
 struct page_region {

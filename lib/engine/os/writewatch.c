@@ -432,32 +432,61 @@ static int pm_fd_get(void)
     return fd;
 }
 
-static int uffd_create(struct vidmm_writewatch *ww)
+/* uffd_handshake() opens a userfaultfd and agrees on asynchronous write-protect with it, with
+ * WP_UNPOPULATED where the kernel has it (without, unpopulated pages over-report). Returns the
+ * fd, or -1 with '*why' the errno of the open that failed, 0 when the kernel has no WP_ASYNC. */
+static int uffd_handshake(int *why)
 {
-    int why = 0;
     uint64_t want = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
-    int fd = -1;
     struct uffdio_api api;
+    *why = 0;
     /* A failed UFFDIO_API leaves the context unusable, so each attempt takes a fresh fd. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        fd = uffd_open(&why);
-        if (fd < 0) {
-            vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: userfaultfd: %s", strerror(why));
-            return VIDMM_E_UNSUPPORTED;
-        }
+        int fd = uffd_open(why);
+        if (fd < 0)
+            return -1;
         memset(&api, 0, sizeof api);
         api.api = UFFD_API;
         api.features = want;
-        if (ioctl(fd, UFFDIO_API, &api) == 0)
-            break;
-        close(fd);
-        fd = -1;
-        want = UFFD_FEATURE_WP_ASYNC;   /* WP_UNPOPULATED missing: unpopulated pages over-report */
-    }
-    if (fd < 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
-        if (fd >= 0)
+        if (ioctl(fd, UFFDIO_API, &api) == 0) {
+            if (api.features & UFFD_FEATURE_WP_ASYNC)
+                return fd;
             close(fd);
-        vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: the kernel has no UFFD_FEATURE_WP_ASYNC (Linux 6.7)");
+            return -1;
+        }
+        close(fd);
+        want = UFFD_FEATURE_WP_ASYNC;
+    }
+    return -1;
+}
+
+/* wp_async_probe() checks that PAGEMAP_SCAN (Linux 6.7) sees the asynchronous write-protect of
+ * the registered page at 'start'. Returns 0 or an errno. */
+static int wp_async_probe(uintptr_t start)
+{
+    int pfd = pm_fd_get();
+    if (pfd < 0)
+        return errno ? errno : EIO;
+    struct pm_scan_arg probe;
+    memset(&probe, 0, sizeof probe);
+    probe.size = sizeof probe;
+    probe.flags = PM_SCAN_CHECK_WPASYNC;
+    probe.start = start;
+    probe.end = start + vmos_page_size();
+    probe.category_mask = PAGE_IS_WRITTEN;
+    probe.return_mask = PAGE_IS_WRITTEN;
+    return ioctl(pfd, PAGEMAP_SCAN, &probe) < 0 ? errno : 0;
+}
+
+static int uffd_create(struct vidmm_writewatch *ww)
+{
+    int why;
+    int fd = uffd_handshake(&why);
+    if (fd < 0) {
+        if (why != 0)
+            vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: userfaultfd: %s", strerror(why));
+        else
+            vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: the kernel has no UFFD_FEATURE_WP_ASYNC (Linux 6.7)");
         return VIDMM_E_UNSUPPORTED;
     }
     struct uffdio_register reg;
@@ -475,17 +504,8 @@ static int uffd_create(struct vidmm_writewatch *ww)
     memset(&wp, 0, sizeof wp);
     wp.range = reg.range;
     wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-    int pfd = pm_fd_get();
-    struct pm_scan_arg probe;
-    memset(&probe, 0, sizeof probe);
-    probe.size = sizeof probe;
-    probe.flags = PM_SCAN_CHECK_WPASYNC;
-    probe.start = (uintptr_t)ww->base;
-    probe.end = probe.start + vmos_page_size();
-    probe.category_mask = PAGE_IS_WRITTEN;
-    probe.return_mask = PAGE_IS_WRITTEN;
-    if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp) != 0 || pfd < 0 || ioctl(pfd, PAGEMAP_SCAN, &probe) < 0) {
-        int e = errno;
+    int e = ioctl(fd, UFFDIO_WRITEPROTECT, &wp) != 0 ? errno : wp_async_probe((uintptr_t)ww->base);
+    if (e != 0) {
         (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
         close(fd);
         vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: write-protect or PAGEMAP_SCAN (Linux 6.7): %s",
@@ -508,16 +528,16 @@ static int scan_errno(int e)
     return e == ENOMEM ? VIDMM_E_NO_MEMORY : e == EPERM ? VIDMM_E_UNSUPPORTED : VIDMM_E_IO;
 }
 
-/* uffd_get() reports the written pages into 's' (all of them for a bitmap, up to its capacity
- * for an array), protecting the reported ones again with 'reset'. Returns 0, 1 (array full and
- * more written pages remain) or an error. */
-static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+/* uffd_scan() reports the pages of [start, end) written since their protection into 's', as
+ * page indices from 'base' (all of them for a bitmap, up to its capacity for an array),
+ * protecting the reported ones again with 'reset'. Returns 0, 1 (array full and more written
+ * pages remain) or an error. */
+static int uffd_scan(uintptr_t base, uintptr_t start, uintptr_t end, bool reset, struct sink *s)
 {
     int pfd = pm_fd_get();
     if (pfd < 0)
         return VIDMM_E_IO;
     struct page_region vec[SCAN_VEC];
-    uint64_t start = (uintptr_t)ww->base, end = start + ww->size;
     size_t pg = vmos_page_size();
     while (start < end) {
         struct pm_scan_arg a;
@@ -553,13 +573,19 @@ static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
         VMOS_MEM_DEFINED(&a, sizeof a);
         VMOS_MEM_DEFINED(vec, (size_t)r * sizeof vec[0]);
         for (int i = 0; i < r; i++)
-            sink_run(s, (size_t)(vec[i].start - (uintptr_t)ww->base) / pg,
-                     (size_t)(vec[i].end - vec[i].start) / pg);
+            sink_run(s, (size_t)(vec[i].start - base) / pg, (size_t)(vec[i].end - vec[i].start) / pg);
         if (a.walk_end <= start)
             return VIDMM_E_IO; /* no progress: should not happen */
         start = a.walk_end;
     }
     return 0;
+}
+
+/* uffd_get() reports the region's written pages into 's' (uffd_scan()). */
+static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+{
+    const uintptr_t base = (uintptr_t)ww->base;
+    return uffd_scan(base, base, base + ww->size, reset, s);
 }
 
 static int uffd_reset(struct vidmm_writewatch *ww)
@@ -923,45 +949,19 @@ int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out)
     size_t pg = vmos_page_size();
     if (base == NULL || size == 0 || ((uintptr_t)base | size) % pg != 0 || out == NULL)
         return VIDMM_E_INVALID_ARG;
-    int why = 0, fd = -1;
-    uint64_t want = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
-    struct uffdio_api api;
-    for (int attempt = 0; attempt < 2; attempt++) { /* a failed UFFDIO_API spoils its fd */
-        if ((fd = uffd_open(&why)) < 0)
-            return VIDMM_E_UNSUPPORTED;
-        memset(&api, 0, sizeof api);
-        api.api = UFFD_API;
-        api.features = want;
-        if (ioctl(fd, UFFDIO_API, &api) == 0)
-            break;
-        close(fd);
-        fd = -1;
-        want = UFFD_FEATURE_WP_ASYNC;
-    }
-    if (fd < 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
-        if (fd >= 0)
-            close(fd);
+    int why, fd = uffd_handshake(&why);
+    if (fd < 0)
         return VIDMM_E_UNSUPPORTED;
-    }
     struct uffdio_register reg;
     memset(&reg, 0, sizeof reg);
     reg.range.start = (uintptr_t)base;
     reg.range.len = size;
     reg.mode = UFFDIO_REGISTER_MODE_WP;
-    int pfd = pm_fd_get();
-    struct pm_scan_arg probe;
-    memset(&probe, 0, sizeof probe);
-    probe.size = sizeof probe;
-    probe.flags = PM_SCAN_CHECK_WPASYNC;
-    probe.start = (uintptr_t)base;
-    probe.end = probe.start + pg;
-    probe.category_mask = PAGE_IS_WRITTEN;
-    probe.return_mask = PAGE_IS_WRITTEN;
     if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
         close(fd);
         return VIDMM_E_UNSUPPORTED;
     }
-    if (pfd < 0 || ioctl(pfd, PAGEMAP_SCAN, &probe) < 0) {
+    if (wp_async_probe((uintptr_t)base) != 0) {
         (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
         close(fd);
         return VIDMM_E_UNSUPPORTED;
@@ -1019,38 +1019,10 @@ int vmos_wtrack_collect(struct vmos_wtrack *t, void *p, size_t len, uint64_t *bi
 {
     if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
         return VIDMM_E_INVALID_ARG;
-    int pfd = pm_fd_get();
-    if (pfd < 0)
-        return VIDMM_E_IO;
-    struct page_region vec[SCAN_VEC];
-    const size_t pg = vmos_page_size();
-    uint64_t start = (uintptr_t)p, end = start + len;
-    while (start < end) {
-        struct pm_scan_arg a;
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.flags = PM_SCAN_CHECK_WPASYNC;
-        a.start = start;
-        a.end = end;
-        a.vec = (uintptr_t)vec;
-        a.vec_len = SCAN_VEC;
-        a.category_mask = PAGE_IS_WRITTEN;
-        a.return_mask = PAGE_IS_WRITTEN;
-        int r = ioctl(pfd, PAGEMAP_SCAN, &a);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return scan_errno(errno);
-        }
-        VMOS_MEM_DEFINED(&a, sizeof a);
-        VMOS_MEM_DEFINED(vec, (size_t)r * sizeof vec[0]);
-        for (int i = 0; i < r; i++)
-            for (uint64_t q = (vec[i].start - (uintptr_t)p) / pg; q < (vec[i].end - (uintptr_t)p) / pg; q++)
-                bitmap[q / 64] |= (uint64_t)1 << (q % 64);
-        if (a.walk_end <= start)
-            return VIDMM_E_IO;
-        start = a.walk_end;
-    }
+    struct sink s = { NULL, 0, bitmap, 0, false };
+    int rc = uffd_scan((uintptr_t)p, (uintptr_t)p, (uintptr_t)p + len, false, &s);
+    if (rc != 0)
+        return rc;
     return lift ? wtrack_protect(t, p, len, false) : 0;
 }
 
