@@ -166,6 +166,7 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
 static void device_free(vidmm_device *dev)
 {
     vm_swap_close(dev);
+    vm_instance_cache_free(dev);
     if (dev->wtracks) { /* before the memory they track goes */
         vmos_wtrack_destroy(dev->wtracks->arena);
         for (uint32_t i = 0; i < VIDMM_MAX_SEGMENTS; i++)

@@ -266,6 +266,9 @@ struct vidmm_device {
     uint32_t *free_idx;
     uint32_t nfree;
     uint64_t live;
+    /* freed instances kept for reuse (alloc.c vm_instance_new()), linked through res_next */
+    struct vm_alloc *inst_cache;
+    uint32_t inst_cached;
 
     /* submission fences */
     uint64_t fence_issued, fence_done;
@@ -376,6 +379,8 @@ void vm_deadline(uint64_t timeout_ns, struct timespec *dl);
 bool vm_busy(const vidmm_device *dev, const struct vm_alloc *a, bool writes_only);
 struct vm_alloc *vm_instance_new(vidmm_device *dev, struct vm_group *g);
 void vm_instance_free(vidmm_device *dev, struct vm_alloc *a);
+/* vm_instance_cache_free() frees the instances the device keeps for reuse (device destroy). */
+void vm_instance_cache_free(vidmm_device *dev);
 int vm_backing_ensure(vidmm_device *dev, struct vm_alloc *a);
 /* vm_backing_release(): the backing store's pages go back to the system (no paging may still
  * read or write them); caller memory (EXISTING_*) is left alone. */
