@@ -723,3 +723,89 @@ Test(item15_15, one_range_failing_evicts_all)
     free(log);
     fx_free(f);
 }
+
+/* Runs of written rows of 1 MiB or more go back with streaming stores (lock.c retile_box()):
+ * a 2048 x 192 block-linear surface of 4-byte elements (1.5 MiB) in a 4 MiB segment, rows
+ * 20-169 written whole (1.17 MiB, one box), a few bytes of two other rows, a READ_ONLY cycle
+ * between; every cycle against the bytes the CPU left in the view, found by the write-watch
+ * (where the kernel offers it) and by the snapshot. */
+static void whole_rows_streamed(enum range_mode mode)
+{
+    if (mode == MODE_SNAPSHOT)
+        cr_assert_eq(setenv("VIDMM_RANGE_DIRTY", "snapshot", 1), 0);
+    else
+        unsetenv("VIDMM_RANGE_DIRTY");
+    static struct vidmm_segment_desc segs[1];
+    segs[0] = t_mem_seg(T_VIS_BASE, 4 * T_MiB, VIDMM_SEGMENT_CPU_VISIBLE);
+    struct vidmm_device_desc dd = t_ddesc(segs, 1);
+    dd.swizzling_ranges = 2;
+    vidmm_device *dev = t_dev(&dd);
+    struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    struct vidmm_surface_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.size = sizeof sd;
+    sd.width = 2048;
+    sd.height = 192;
+    sd.depth = 1;
+    sd.element_bytes = 4;
+    sd.block_width = sd.block_height = 1;
+    sd.mip_levels = 1;
+    sd.array_layers = 1;
+    uint64_t tsz;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &sd, &tsz), 0);
+    const size_t row = 2048 * 4, lsz = row * 192;
+    struct vidmm_alloc_desc d = t_adesc(tsz, T_SET(1));
+    d.flags |= VIDMM_ALLOC_SWIZZLED;
+    d.layout = &l;
+    d.surface = &sd;
+    vidmm_handle h = t_alloc(dev, &d);
+    t_resident(dev, h, NULL);
+    unsigned char *tiled = malloc(tsz), *want = malloc(lsz), *exp = malloc(tsz), *got = malloc(tsz);
+    cr_assert(tiled && want && exp && got);
+    t_bytes(tiled, (size_t)tsz, 33);
+    t_write(dev, h, 0, tiled, (size_t)tsz);
+    cr_assert_eq(vidmm_deswizzle_surface(&l, &sd, tiled, tsz, want, lsz), 0);
+    for (int cycle = 0; cycle < 3; cycle++) {
+        const bool ro = cycle == 1;
+        struct vidmm_lock_args a = t_largs(h, VIDMM_LOCK_ACQUIRE_APERTURE | (ro ? VIDMM_LOCK_READ_ONLY : 0));
+        cr_assert_eq(vidmm_lock(dev, &a), 0);
+        unsigned char *p = a.data;
+        cr_assert_eq(memcmp(p, want, lsz), 0, "cycle %d: the view is not the content", cycle);
+        for (size_t i = 20 * row; i < 170 * row; i++) {
+            p[i] = (unsigned char)(i * 7 + cycle);
+            if (!ro)
+                want[i] = p[i];
+        }
+        for (size_t i = 0; i < 5; i++) {
+            p[3 * row + 4000 + i] = p[180 * row + 12 + i] = (unsigned char)(0xC0 + cycle);
+            if (!ro)
+                want[3 * row + 4000 + i] = want[180 * row + 12 + i] = (unsigned char)(0xC0 + cycle);
+        }
+        t_unlock(dev, h);
+        memcpy(exp, tiled, (size_t)tsz); /* the padding keeps its bytes */
+        cr_assert_eq(vidmm_swizzle_surface(&l, &sd, exp, tsz, want, lsz), 0);
+        t_read(dev, h, 0, got, (size_t)tsz);
+        ptrdiff_t at = -1;
+        for (size_t i = 0; i < (size_t)tsz && at < 0; i++)
+            if (got[i] != exp[i])
+                at = (ptrdiff_t)i;
+        cr_assert_eq(at, -1, "cycle %d (%s): tiled byte %td is not what the CPU wrote (0x%02x, want 0x%02x, before 0x%02x)",
+                     cycle, mode_names[mode], at, at >= 0 ? got[at] : 0, at >= 0 ? exp[at] : 0, at >= 0 ? tiled[at] : 0);
+    }
+    unsetenv("VIDMM_RANGE_DIRTY");
+    free(tiled);
+    free(want);
+    free(exp);
+    free(got);
+    vidmm_device_destroy(dev);
+}
+
+Test(swz_lock, range_whole_rows_streamed_by_snapshot)
+{
+    whole_rows_streamed(MODE_SNAPSHOT);
+}
+
+Test(swz_lock, range_whole_rows_streamed_by_write_watch)
+{
+    whole_rows_streamed(MODE_WATCH); /* the watch where the kernel offers it, else the snapshot once more */
+}
