@@ -251,7 +251,7 @@ static struct vm_alloc *instance_get(vidmm_device *dev)
 
 static void instance_put(vidmm_device *dev, struct vm_alloc *a)
 {
-    if (dev->inst_cached >= VM_INST_CACHE) {
+    if (dev->inst_cached + 1u > VM_INST_CACHE) { /* not '>=': a cache of 0 under ASan (-Wtype-limits) */
         free(a);
         return;
     }
