@@ -257,6 +257,22 @@ static void release(vidmm_device *dev, struct vm_alloc **u, size_t n)
  * MakeResident (spec 12, 15.21).
  * ------------------------------------------------------------------------------------------- */
 
+/* made_resident(): the end of a MakeResident that made every listed allocation resident: the
+ * count, and the paging fence - the latest paging of the list 'last', or with a paging queue
+ * the queue's value issued for it. VIDMM_PENDING while that paging has not run, else 0. */
+static int made_resident(vidmm_device *dev, struct vidmm_make_resident_args *args, struct vidmm_paging_queue *q,
+                         struct vm_alloc **u, size_t n, uint64_t last)
+{
+    args->made_resident = args->count;
+    if (q) {
+        bool pending;
+        args->paging_fence = vm_pq_issue(dev, q, u, n, &pending);
+        return pending ? VIDMM_PENDING : 0;
+    }
+    args->paging_fence = last;
+    return last > dev->paging_done ? VIDMM_PENDING : 0;
+}
+
 /* How many handles ahead collect_resident() prefetches the allocation of: when its lines are
  * not cached, the stores to its scratch tag stall the loop (a call after 32 MiB went through
  * the caches took 3.5x as long as the general path's without it, 0.7x with it). */
@@ -337,16 +353,8 @@ static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args
         if (a->paging_fence > last)
             last = a->paging_fence;
     }
-    args->made_resident = args->count;
     args->bytes_to_trim = 0;
-    args->paging_fence = last;
-    err = last > dev->paging_done ? VIDMM_PENDING : 0;
-    if (q) {
-        bool pending;
-        args->paging_fence = vm_pq_issue(dev, q, u, n, &pending);
-        err = pending ? VIDMM_PENDING : 0;
-    }
-    return err;
+    return made_resident(dev, args, q, u, n, last);
 }
 
 int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args)
@@ -485,14 +493,7 @@ retry:
         if (a->paging_fence > last)
             last = a->paging_fence;
     }
-    args->made_resident = args->count;
-    args->paging_fence = last;
-    err = last > dev->paging_done ? VIDMM_PENDING : 0;
-    if (q) {
-        bool pending;
-        args->paging_fence = vm_pq_issue(dev, q, u, n, &pending);
-        err = pending ? VIDMM_PENDING : 0;
-    }
+    err = made_resident(dev, args, q, u, n, last);
 out:
     free(u);
     vm_unlock_and_page(dev);
