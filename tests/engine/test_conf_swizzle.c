@@ -740,30 +740,16 @@ static void whole_rows_streamed(enum range_mode mode)
     struct vidmm_device_desc dd = t_ddesc(segs, 1);
     dd.swizzling_ranges = 2;
     vidmm_device *dev = t_dev(&dd);
-    struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
-    struct vidmm_surface_desc sd;
-    memset(&sd, 0, sizeof sd);
-    sd.size = sizeof sd;
-    sd.width = 2048;
-    sd.height = 192;
-    sd.depth = 1;
-    sd.element_bytes = 4;
-    sd.block_width = sd.block_height = 1;
-    sd.mip_levels = 1;
-    sd.array_layers = 1;
-    uint64_t tsz;
-    cr_assert_eq(vidmm_surface_tiled_size(&l, &sd, &tsz), 0);
-    const size_t row = 2048 * 4, lsz = row * 192;
-    struct vidmm_alloc_desc d = t_adesc(tsz, T_SET(1));
-    d.flags |= VIDMM_ALLOC_SWIZZLED;
-    d.layout = &l;
-    d.surface = &sd;
-    vidmm_handle h = t_alloc(dev, &d);
-    t_resident(dev, h, NULL);
+    struct t_surf sf; /* t_surf_alloc() takes segment 1, the only one here */
+    t_surf_init(&sf, VIDMM_TILING_BLOCK_LINEAR, 2048, 192, 1, 4, 1, 1);
+    t_surf_sizes(&sf);
+    const struct vidmm_tile_layout l = sf.layout;
+    const struct vidmm_surface_desc sd = sf.desc;
+    const uint64_t tsz = sf.tiled;
+    const size_t row = 2048 * 4, lsz = (size_t)sf.linear;
     unsigned char *tiled = malloc(tsz), *want = malloc(lsz), *exp = malloc(tsz), *got = malloc(tsz);
     cr_assert(tiled && want && exp && got);
-    t_bytes(tiled, (size_t)tsz, 33);
-    t_write(dev, h, 0, tiled, (size_t)tsz);
+    vidmm_handle h = t_surf_alloc(dev, &sf, tiled, 33);
     cr_assert_eq(vidmm_deswizzle_surface(&l, &sd, tiled, tsz, want, lsz), 0);
     for (int cycle = 0; cycle < 3; cycle++) {
         const bool ro = cycle == 1;
