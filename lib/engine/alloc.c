@@ -218,7 +218,7 @@ void vm_touch(vidmm_device *dev, struct vm_alloc *a)
 }
 
 /* The hot fields fill the first cache line exactly (engine.h struct vm_alloc). */
-_Static_assert(offsetof(struct vm_alloc, w2) == 64, "struct vm_alloc: the hot fields are not one cache line");
+_Static_assert(offsetof(struct vm_alloc, hold) == 64, "struct vm_alloc: the hot fields are not one cache line");
 
 /* Instances are 64-byte aligned (the hot fields share one cache line), and aligned_alloc()
  * costs glibc several hundred instructions more than malloc(): create + destroy with 1000 live

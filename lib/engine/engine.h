@@ -93,25 +93,32 @@ enum vm_lock_mode {
 
 /* One instance of an allocation: what is placed, evicted, locked and submitted. */
 struct vm_alloc {
-    /* Hot: what a MakeResident of an allocation already resident reads and writes (residency.c,
-     * issue 15) sits in the first 64 bytes - one cache line, as instances are allocated 64-byte
-     * aligned (alloc.c) - and its residency count, list tag and offer state in the next (w2 and
-     * offer start with them). Spread over the struct, that call touched seven lines of each. */
+    /* Hot: everything a MakeResident of an allocation already resident reads and writes
+     * (residency.c, issue 15) sits in the first 64 bytes - one cache line, as instances are
+     * allocated 64-byte aligned (alloc.c). So the WDDM2 residency count and list scratch and the
+     * offer state live here rather than in their hooks' structs (w2, offer). With them over two
+     * lines, 4096 allocations took 52 or 100-150 us from one process to the next (the second
+     * line's misses, depending on where the pages landed); spread over the struct, seven. */
     vidmm_handle handle;
-    uint32_t where;             /* enum vidmm_where */
-    struct vm_segment *seg;     /* SEGMENT / APERTURE */
-    uint32_t hold;              /* calls placing or locking it right now: not a victim */
-    uint32_t lock_count;
+    uint8_t where;              /* enum vidmm_where */
     uint8_t swap;               /* enum vm_swap_state: the disk tier's state */
     bool in_bucket;             /* in its segment's bucket (res_prev, res_next) */
     bool in_sysmem;             /* in dev->sysmem's lists */
+    struct vm_segment *seg;     /* SEGMENT / APERTURE */
     uint32_t bucket_prio;       /* the bucket it is in */
+    uint32_t w2_res_count;      /* WDDM2 residency references: MakeResident minus Evict */
     uint64_t paging_fence;      /* last paging operation that touches it */
     uint64_t lru;               /* last use, device clock */
     struct vm_alloc *res_prev, *res_next; /* in its segment's bucket */
-    struct vm_w2_alloc w2;      /* WDDM2 hook: residency references, GPU VA mappings (wddm2.h) */
-    struct vm_offer_alloc offer; /* offer hook: offered, and what a reclaim will report (offer.h) */
+    uint32_t w2_tag;            /* WDDM2: scratch of the call walking a list (residency.c, gpuva.c) */
+    uint16_t w2_n;              /* scratch: its listings in that list (<= 10240), or flags */
+    uint8_t offer_prio;         /* offer hook: 0 not offered; else VIDMM_OFFER_PRIORITY_LOW..HIGH
+                                   (AUTO resolved at the offer) (offer.h) */
     /* The rest. */
+    uint32_t hold;              /* calls placing or locking it right now: not a victim */
+    uint32_t lock_count;
+    struct vm_w2_alloc w2;      /* WDDM2 hook: budget charge, GPU VA mappings (wddm2.h) */
+    struct vm_offer_alloc offer; /* offer hook: what a reclaim will report (offer.h) */
     vidmm_device *dev;
     struct vm_group *g;
     uint32_t index;             /* instance index in g->inst */

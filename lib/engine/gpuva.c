@@ -595,12 +595,12 @@ retry:
             struct vm_va_map *m = map_at(sp, x);
             if (m && (err = vm_offer_refuse_use(m->a, __func__)) != 0)
                 goto out; /* offer hook: reclaim before use, refused before any fault (spec 15.20) */
-            if (!m || !m->a->w2.res_count) {
+            if (!m || !m->a->w2_res_count) {
                 free(u);
                 return fault(sp, x, m ? m->a : NULL);
             }
             struct vm_alloc *a = m->a;
-            if (a->w2.tag != tag) {
+            if (a->w2_tag != tag) {
                 if (nu == cap) {
                     size_t c = cap ? cap * 2 : 16;
                     struct vm_alloc **p = realloc(u, sizeof *p * c);
@@ -611,12 +611,12 @@ retry:
                     u = p;
                     cap = c;
                 }
-                a->w2.tag = tag;
-                a->w2.n = SEEN;
+                a->w2_tag = tag;
+                a->w2_n = SEEN;
                 u[nu++] = a;
             }
             if (refs[i].flags & VIDMM_REF_WRITE)
-                a->w2.n |= WRITTEN;
+                a->w2_n |= WRITTEN;
             x = m->va + m->size;
         }
     }
@@ -661,9 +661,9 @@ retry:
         const uint64_t f = ++dev->fence_issued;
         for (size_t i = 0; i < nu; i++) {
             struct vm_alloc *a = u[i];
-            vm_cache_gpu_use(dev, a, (a->w2.n & WRITTEN) != 0); /* spec 15.24, as vidmm_submit() */
+            vm_cache_gpu_use(dev, a, (a->w2_n & WRITTEN) != 0); /* spec 15.24, as vidmm_submit() */
             a->read_fence = f;
-            if (a->w2.n & WRITTEN) {
+            if (a->w2_n & WRITTEN) {
                 a->write_fence = f;
                 a->dirty = true;
             }

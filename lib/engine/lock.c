@@ -102,7 +102,7 @@ static int check_lock(const vidmm_device *dev, const struct vm_alloc *a, const s
         return REFUSE("allocation", "not created CPU_VISIBLE", "6.3 rule 10");
     if (shared && args->process != g->desc.process)
         return REFUSE("process", "not the creator of the shared allocation", "6.3 rule 10");
-    if (a->offer.prio && vm_offer_refuse_use(a, "vidmm_lock")) /* offer hook: spec 6.3 rule 9 (offer.c) */
+    if (a->offer_prio && vm_offer_refuse_use(a, "vidmm_lock")) /* offer hook: spec 6.3 rule 9 (offer.c) */
         return VIDMM_E_INVALID_ARG;
     if (f & (VIDMM_LOCK_IGNORE_SYNC | VIDMM_LOCK_IGNORE_READ_SYNC)) {
         if (swizzled)

@@ -99,7 +99,7 @@ retry:
         err = vm_refuse_handle(call, h);
     else if ((a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED) && process != a->g->desc.process)
         err = REFUSE2("process", "not the creator of the shared allocation", "6.3 rule 10");
-    else if (a->offer.prio)
+    else if (a->offer_prio)
         err = vm_offer_refuse_use(a, call); /* offer hook: reclaim it first (spec 6.3 rule 9, 15.20) */
     else if (a->lock_count && a->lock_mode != VM_LOCK_LOCK2)
         err = REFUSE2("allocation", "locked by vidmm_lock(): the two lock kinds do not mix (engine policy)", "6.6");
@@ -292,7 +292,7 @@ int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_all
     uint64_t fence = 0;
     if (must_move) {
         a->hold++;
-        if (a->w2.res_count) {
+        if (a->w2_res_count) {
             /* On the residency list: placed again in the new set at once (spec 12: the list
              * stays resident). */
             err = vm_make_resident(dev, a, VM_USE_ANY, false);

@@ -10,7 +10,7 @@
  * allocations at reclaim (WDDM1 has no residency list).
  *
  * State. An offered allocation is on one of three lists of the device (dev->offer, by
- * priority, in offer order) with vm_alloc.offer.prio set. 'after' defers the offer until the
+ * priority, in offer order) with vm_alloc.offer_prio set. 'after' defers the offer until the
  * GPU has finished the work submitted before it (spec 11: dxgkrnl defers the offer, without
  * blocking, until the GPU is done); OFFER_IMMEDIATELY puts it in effect at once - a discard
  * of an allocation the GPU still uses then waits for it in the paging queue, like every
@@ -28,9 +28,9 @@
  * ------------------------------------------------------------------------------------------- */
 static void unlink_offer(vidmm_device *dev, struct vm_alloc *a)
 {
-    if (!a->offer.prio)
+    if (!a->offer_prio)
         return;
-    const unsigned p = a->offer.prio - 1u;
+    const unsigned p = a->offer_prio - 1u;
     if (a->offer.prev)
         a->offer.prev->offer.next = a->offer.next;
     else
@@ -40,14 +40,14 @@ static void unlink_offer(vidmm_device *dev, struct vm_alloc *a)
     else
         dev->offer.tail[p] = a->offer.prev;
     a->offer.prev = a->offer.next = NULL;
-    a->offer.prio = 0;
+    a->offer_prio = 0;
     dev->offer.count--;
 }
 
 static void link_offer(vidmm_device *dev, struct vm_alloc *a, uint8_t prio)
 {
     const unsigned p = prio - 1u;
-    a->offer.prio = prio;
+    a->offer_prio = prio;
     a->offer.next = NULL;
     a->offer.prev = dev->offer.tail[p];
     if (a->offer.prev)
@@ -69,7 +69,7 @@ void vm_offer_forget(vidmm_device *dev, struct vm_alloc *a)
  * ------------------------------------------------------------------------------------------- */
 int vm_offer_refuse_use(const struct vm_alloc *a, const char *call)
 {
-    if (!a->offer.prio)
+    if (!a->offer_prio)
         return 0;
     return vidmm_refuse(call, "allocation", "offered: it must be reclaimed before it is locked or used",
                         "6.3 rule 9, 15.20");
@@ -77,7 +77,7 @@ int vm_offer_refuse_use(const struct vm_alloc *a, const char *call)
 
 bool vm_offer_discardable(const vidmm_device *dev, const struct vm_alloc *a)
 {
-    return a->offer.prio && a->offer.after <= dev->fence_done;
+    return a->offer_prio && a->offer.after <= dev->fence_done;
 }
 
 static bool placed(const struct vm_alloc *a)
@@ -454,12 +454,12 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
         dev->emit_cls = vm_pq_class(q);
     for (size_t i = 0; dev->w2.on && i < n; i++) {
         struct vm_alloc *a = u[i];
-        if (a->w2.res_count && !placed(a) && a->where != VIDMM_WHERE_DISK && a->swap == VM_SWAP_NONE) {
+        if (a->w2_res_count && !placed(a) && a->where != VIDMM_WHERE_DISK && a->swap == VM_SWAP_NONE) {
             int e = vm_make_resident(dev, a, VM_USE_ANY | (a->lock_count ? VM_USE_APERTURE_ONLY : 0), false);
             if (e && !err)
                 err = e == VIDMM_E_DEVICE_REMOVED ? e : VIDMM_E_NO_MEMORY;
         }
-        if (a->w2.res_count && a->paging_fence > last)
+        if (a->w2_res_count && a->paging_fence > last)
             last = a->paging_fence;
     }
     dev->emit_cls = VM_CLS_NORMAL;
@@ -474,7 +474,7 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
         /* The queue's fence waits for the resident-listed ones only, as 'last' does. */
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-            if (u[i]->w2.res_count)
+            if (u[i]->w2_res_count)
                 u[k++] = u[i];
         bool pending;
         args->paging_fence = vm_pq_issue(dev, q, u, k, &pending);

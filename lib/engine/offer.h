@@ -15,8 +15,8 @@ typedef struct vidmm_device vidmm_device;
 
 /* Per allocation (struct vm_alloc.offer). */
 struct vm_offer_alloc {
-    uint8_t prio;               /* 0: not offered; else VIDMM_OFFER_PRIORITY_LOW..HIGH (AUTO
-                                   resolved at the offer) */
+    /* Whether and at which priority it is offered: struct vm_alloc's hot line (engine.h
+     * offer_prio). */
     uint8_t lost;               /* what a reclaim will report: VIDMM_RECLAIM_OK (0),
                                    VIDMM_RECLAIM_DISCARDED, VIDMM_RECLAIM_NOT_COMMITTED */
     bool decommit;              /* offered with VIDMM_OFFER_ALLOW_DECOMMIT */

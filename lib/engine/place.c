@@ -312,7 +312,7 @@ static bool evictable(const vidmm_device *dev, const struct vm_alloc *a, const s
         return false; /* converting (issue 16): a lock converts its bytes, mutex released */
     if (a->range >= 0 && dev->ranges[a->range].active)
         return false;
-    if (a->w2.res_count && !vm_offer_discardable(dev, a))
+    if (a->w2_res_count && !vm_offer_discardable(dev, a))
         return false; /* WDDM2 hook: on the residency list, never a victim (spec 12, residency.c) -
                          unless offered: then it is discarded (offer hook, spec 15.20, offer.c) */
     return true;

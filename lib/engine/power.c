@@ -251,7 +251,7 @@ int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
         struct vm_alloc *a = it[i].a;
         if (it[i].act != ACT_EVICT)
             continue;
-        if (!err && dev->w2.on && a->w2.res_count && a->where != VIDMM_WHERE_SEGMENT &&
+        if (!err && dev->w2.on && a->w2_res_count && a->where != VIDMM_WHERE_SEGMENT &&
             a->where != VIDMM_WHERE_APERTURE && a->where != VIDMM_WHERE_DISK && a->swap == VM_SWAP_NONE &&
             vm_make_resident(dev, a, VM_USE_ANY | (a->lock_count ? VM_USE_APERTURE_ONLY : 0), false) == 0)
             repaged++;

@@ -4,7 +4,7 @@
  * residency queries: spec 12, 15.21) and the per-process budgets per segment group (15.22).
  *
  * The residency list is not a list: an allocation is on it while its reference count
- * (vm_alloc.w2.res_count) is above 0. Such an allocation is never an eviction victim
+ * (vm_alloc.w2_res_count) is above 0. Such an allocation is never an eviction victim
  * (place.c evictable()), so the residency the application asked for holds until it evicts; it
  * can still leave its segment by a WDDM1-style call that moves it by itself (vidmm_evict(), a
  * lock of a non-CPU-visible one), and vidmm_va_submit() brings it back before work using it.
@@ -171,9 +171,18 @@ static void uncharge(vidmm_device *dev, struct vm_alloc *a)
 }
 
 /* What the process of each allocation in 'u' is over its budgets (summed over processes and
- * groups): NumBytesToTrim. */
+ * groups): NumBytesToTrim. When no process is over, 0 without reading the list: each
+ * allocation's process is in its group, two cache lines away from the hot one, and an Evict of
+ * 4096 that read them left a MakeResident after it missing the L2 on half the processes' page
+ * layouts (~100 us against ~45, bench_wddm2_residency). */
 static uint64_t over_budget(vidmm_device *dev, struct vm_alloc *const *u, size_t n)
 {
+    bool any = false;
+    for (uint32_t i = 0; i < dev->w2.nprocs && !any; i++)
+        for (int g = 0; g < 2; g++)
+            any |= dev->w2.procs[i].usage[g] > dev->w2.procs[i].budget[g];
+    if (!any)
+        return 0;
     const uint32_t tag = ++dev->w2.tag;
     uint64_t over = 0;
     for (size_t i = 0; i < n; i++) {
@@ -194,13 +203,13 @@ void vm_w2_alloc_free(vidmm_device *dev, struct vm_alloc *a)
     if (!dev->w2.on)
         return;
     vm_va_alloc_unmap_all(dev, a);
-    if (a->w2.res_count)
+    if (a->w2_res_count)
         uncharge(dev, a);
-    a->w2.res_count = 0;
+    a->w2_res_count = 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Lists: validated, deduplicated (an allocation listed k times: w2.n = k).
+ * Lists: validated, deduplicated (an allocation listed k times: w2_n = k).
  * ------------------------------------------------------------------------------------------- */
 
 /* collect() fills 'u' with the distinct allocations of 'h' (mutex held, handles checked). */
@@ -210,12 +219,12 @@ static size_t collect(vidmm_device *dev, const vidmm_handle *h, uint32_t count, 
     size_t n = 0;
     for (uint32_t i = 0; i < count; i++) {
         struct vm_alloc *a = vm_lookup(dev, h[i]);
-        if (a->w2.tag != tag) {
-            a->w2.tag = tag;
-            a->w2.n = 0;
+        if (a->w2_tag != tag) {
+            a->w2_tag = tag;
+            a->w2_n = 0;
             u[n++] = a;
         }
-        a->w2.n++;
+        a->w2_n++;
     }
     return n;
 }
@@ -280,8 +289,8 @@ static int made_resident(vidmm_device *dev, struct vidmm_make_resident_args *arg
 
 /* collect_resident(): collect() of a list whose every allocation is placed, already on the
  * residency list, not offered and not on the disk tier - the common call, which only adds
- * references (issue 15). In one pass it looks each handle up once and reads the two hot cache
- * lines of each allocation (engine.h struct vm_alloc). 0 when a handle names nothing or an
+ * references (issue 15). In one pass it looks each handle up once and reads the hot cache
+ * line of each allocation (engine.h struct vm_alloc). 0 when a handle names nothing or an
  * allocation is not such: the general path then checks the list from the start (only the
  * scratch tags have changed). For such a list every check of the general path passes: the
  * offer hook refuses only an offered allocation, the WDDM2 lock hook only one not placed, the
@@ -296,20 +305,19 @@ static size_t collect_resident(vidmm_device *dev, const vidmm_handle *h, uint32_
             const uint32_t k = h[i + PREFETCH_AHEAD] & VM_HANDLE_INDEX_MASK;
             if (k != 0 && k <= dev->table_top && dev->table[k]) { /* as vm_lookup() */
                 VIDMM_PREFETCH_W(dev->table[k]);
-                VIDMM_PREFETCH_W(&dev->table[k]->w2);
             }
         }
         struct vm_alloc *a = vm_lookup(dev, h[i]);
         if (!a)
             return 0;
-        if (a->w2.tag != tag) {
-            if (!a->w2.res_count || !is_placed(a) || a->offer.prio || a->swap != VM_SWAP_NONE)
+        if (a->w2_tag != tag) {
+            if (!a->w2_res_count || !is_placed(a) || a->offer_prio || a->swap != VM_SWAP_NONE)
                 return 0;
-            a->w2.tag = tag;
-            a->w2.n = 0;
+            a->w2_tag = tag;
+            a->w2_n = 0;
             u[n++] = a;
         }
-        a->w2.n++;
+        a->w2_n++;
     }
     return n;
 }
@@ -349,7 +357,7 @@ static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args
             if (b)
                 vm_bucket_touch(b, a);
         }
-        a->w2.res_count += a->w2.n;
+        a->w2_res_count += a->w2_n;
         if (a->paging_fence > last)
             last = a->paging_fence;
     }
@@ -411,8 +419,8 @@ retry:
     const uint32_t tag = ++dev->w2.tag;
     for (size_t i = 0; i < n; i++) {
         struct vm_alloc *a = u[i];
-        a->w2.group = a->w2.res_count ? a->w2.group : charge_group(dev, a);
-        if (a->w2.res_count || a->w2.group < 0)
+        a->w2.group = a->w2_res_count ? a->w2.group : charge_group(dev, a);
+        if (a->w2_res_count || a->w2.group < 0)
             continue;
         ptrdiff_t pi = proc_index(dev, a->g->desc.process, true);
         if (pi < 0) {
@@ -483,13 +491,13 @@ retry:
     uint64_t last = 0;
     for (size_t i = 0; i < n; i++) {
         struct vm_alloc *a = u[i];
-        if (a->w2.res_count == 0 && a->w2.group >= 0) {
+        if (a->w2_res_count == 0 && a->w2.group >= 0) {
             ptrdiff_t pi = proc_index(dev, a->g->desc.process, false); /* made above */
             dev->w2.procs[pi].usage[a->w2.group] += a->g->size;
             a->w2.process = a->g->desc.process;
             a->w2.charged = a->g->size;
         }
-        a->w2.res_count += a->w2.n;
+        a->w2_res_count += a->w2_n;
         if (a->paging_fence > last)
             last = a->paging_fence;
     }
@@ -566,12 +574,12 @@ int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
     int err = begin(dev, args->allocations, args->count, call);
     size_t n = err ? 0 : collect(dev, args->allocations, args->count, u);
     for (size_t i = 0; !err && i < n; i++)
-        if (u[i]->w2.n > u[i]->w2.res_count) /* engine policy (spec 15.21) */
+        if (u[i]->w2_n > u[i]->w2_res_count) /* engine policy (spec 15.21) */
             err = vidmm_refuse(call, "allocations", "more evictions than residency references", "15.21");
     for (size_t i = 0; !err && i < n; i++) {
         struct vm_alloc *a = u[i];
-        a->w2.res_count -= a->w2.n;
-        if (a->w2.res_count)
+        a->w2_res_count -= a->w2_n;
+        if (a->w2_res_count)
             continue;
         uncharge(dev, a);
         if (!(args->flags & VIDMM_EVICT_ONLY_IF_NECESSARY))
@@ -602,7 +610,7 @@ int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, 
                     : a->where == VIDMM_WHERE_APERTURE ? VIDMM_RESIDENCY_IN_SHARED_MEMORY
                                                        : VIDMM_RESIDENCY_NOT_RESIDENT;
         if (refs)
-            refs[i] = a->w2.res_count;
+            refs[i] = a->w2_res_count;
     }
     pthread_mutex_unlock(&dev->mu);
     return err;

@@ -92,7 +92,7 @@ static int check_refs(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uin
         if (!a)
             return vm_refuse_handle("vidmm_submit", refs[i].allocation);
         /* Offer hook: an offered allocation is reclaimed before use (spec 15.20, offer.c). */
-        if (a->offer.prio && vm_offer_refuse_use(a, "vidmm_submit"))
+        if (a->offer_prio && vm_offer_refuse_use(a, "vidmm_submit"))
             return VIDMM_E_INVALID_ARG;
         /* Offer hook: OfferPriority, an offer after this submission (spec 11, offer.c). */
         if ((refs[i].flags & VIDMM_REF_OFFER_PRIORITY_MASK) &&

@@ -28,11 +28,9 @@ enum vm_w2_origin {
 
 /* Per allocation (struct vm_alloc.w2). */
 struct vm_w2_alloc {
-    /* First, for MakeResident (engine.h struct vm_alloc: the hot fields). */
-    uint32_t res_count;         /* residency references: MakeResident minus Evict */
-    int32_t group;              /* budget group charged while res_count > 0, -1: none */
-    uint32_t tag;               /* scratch of the call walking a list */
-    uint32_t n;                 /* scratch: listings in that list */
+    /* The residency count and the list scratch are in struct vm_alloc's hot line (engine.h:
+     * w2_res_count, w2_tag, w2_n). */
+    int32_t group;              /* budget group charged while w2_res_count > 0, -1: none */
     uint32_t process;           /* charged process */
     uint32_t pte_seg;           /* what its entries point at, as queued: segment ID (0: invalid) */
     uint64_t charged;           /* bytes charged */
