@@ -43,14 +43,16 @@ foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_set_test_props(${_t} "engine")
 endforeach()
 
-# The WDDM2 translation's latency (issue 15: ns per vidmm_va_translate()): a program run by hand,
-# not a test (performance is never asserted in CTest).
+# The WDDM2 translation's latency (issue 15: ns per vidmm_va_translate()) next to the WDDM1 lookup
+# by handle (vidmm_alloc_query()): a program run by hand, not a test (performance is never
+# asserted in CTest). Its device and allocations come from engine/b_wddm2.h, shared with the next.
 add_executable(bench_wddm2_translate engine/bench_wddm2_translate.c)
 target_link_libraries(bench_wddm2_translate PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
 set_target_properties(bench_wddm2_translate PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
 
-# WDDM2 residency calls on 4096 allocations (issue 15: MakeResident of an already-resident set,
-# of a set not resident, Evict): a program run by hand, like bench_wddm2_translate.
+# WDDM2 residency calls on 1, 64 and 4096 allocations (issue 15: MakeResident of an
+# already-resident set, of a set not resident, Evict, offer + reclaim), each next to the WDDM1
+# calls doing the same work: a program run by hand, like bench_wddm2_translate.
 add_executable(bench_wddm2_residency engine/bench_wddm2_residency.c)
 target_link_libraries(bench_wddm2_residency PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
 set_target_properties(bench_wddm2_residency PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
