@@ -33,7 +33,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_unlocked_copy
   test_lock_race
   test_unprivileged
-  test_paging_wait)
+  test_paging_wait
+  test_conf_resident_lists)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
@@ -42,6 +43,9 @@ foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   add_test(NAME ${_t} COMMAND ${_t} --short-filename)
   vidmm_set_test_props(${_t} "engine")
 endforeach()
+# test_conf_resident_lists compares the resident-list path of vidmm_submit() with the general one on
+# twin devices, steering one twin through struct vidmm_device (lib/engine/engine.h).
+target_include_directories(test_conf_resident_lists PRIVATE ${PROJECT_SOURCE_DIR}/lib)
 
 # The WDDM2 translation's latency (issue 15: ns per vidmm_va_translate()) next to the WDDM1 lookup
 # by handle (vidmm_alloc_query()): a program run by hand, not a test (performance is never
