@@ -15,12 +15,15 @@
 #  define VIDMM_FORCEINLINE inline __attribute__((always_inline))
 /* A hint that the line at 'p' will be written soon; 'p' need not be valid (no fault). */
 #  define VIDMM_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
+/* The same for a line that will only be read. */
+#  define VIDMM_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
 #else
 #  define VIDMM_LIKELY(x)   (x)
 #  define VIDMM_UNLIKELY(x) (x)
 #  define VIDMM_PRINTF(f, a)
 #  define VIDMM_FORCEINLINE inline
 #  define VIDMM_PREFETCH_W(p) ((void)(p))
+#  define VIDMM_PREFETCH_R(p) ((void)(p))
 #endif
 
 /* VIDMM_ASSERT exists only in VIDMM_DEBUG builds: the library never aborts in a release build.

@@ -440,22 +440,17 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
     return true;
 }
 
-/* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
- * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
- * offset is two table loads and an XOR, instead of a call of the address function. The linear
- * side is walked a tile-row band at a time (th rows), which reads or writes each tile whole
- * while it is hot. Arguments are valid. */
 /* row_runs16() moves one row of 16-byte runs, bytes [x0, x1) of the subresource's row (run
  * aligned) between 'lrow' and the tiles of band (ty, tz) it crosses, 'yoff' being the row's
  * offset in a tile (with the z term): a box one row tall (run_copy()). No kernel pairs a lone
  * row, and the per-tile work of copy_tiles() is about 200 instructions, for the four runs of a
- * GOB row: a range unlock tiles
- * back each written page of a row this way, 14,200 instructions a page of a 64 MiB
- * block-linear surface through copy_tiles(), 5,600 here (Callgrind). The tiles ROW_AHEAD bytes
- * further along the row are prefetched for writing: a written page's runs land on 64 GOBs 8 KiB
- * apart, every line a miss the hardware prefetchers cannot foresee, and unlocking 10% of the
- * pages of that surface, spread evenly (a page a row), took 7.2-7.6 ms without, 4.2-5.4 ms
- * with the GOBs 4 or 8 ahead, 5.5 with 12 (Cascade Lake, 2026-11-26). */
+ * GOB row: a range unlock tiles back each written page of a row this way, 14,200 instructions
+ * a page of a 64 MiB block-linear surface through copy_tiles(), 5,600 here (Callgrind). The
+ * tiles ROW_AHEAD bytes further along the row are prefetched (for writing when tiling): a
+ * written page's runs land on 64 GOBs 8 KiB apart, every line a miss the hardware prefetchers
+ * cannot foresee, and unlocking 10% of the pages of that surface, spread evenly (a page a row),
+ * took 7.2-7.6 ms without, 4.2-5.4 ms with the GOBs 4 or 8 ahead, 5.5 with 12 (Cascade Lake,
+ * 2026-11-26). */
 #define ROW_AHEAD 512u
 static __attribute__((noinline)) void row_runs16(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *m,
                                                  unsigned char *tiled, unsigned char *lrow, uint64_t x0, uint64_t x1,
@@ -464,26 +459,34 @@ static __attribute__((noinline)) void row_runs16(const struct vidmm_swz_tiles *t
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1;
     const unsigned cols = 1u << (t->tw_log2 - 4);
     const uint64_t ahead = t->tw_log2 >= 9 ? 1 : ROW_AHEAD >> t->tw_log2;
-    lrow -= x0;
     for (uint64_t x = x0; x < x1;) {
         const uint64_t tx = x >> t->tw_log2;
         unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
         const uint64_t e = ((tx + 1) << t->tw_log2) < x1 ? (tx + 1) << t->tw_log2 : x1;
         if (((tx + ahead) << t->tw_log2) < x1) {
             const unsigned char *pb = tiled + t->tile_base(m, tx + ahead, ty, tz);
-            for (unsigned c = 0; c < cols; c++)
-                VIDMM_PREFETCH_W(pb + (t->xo[c] ^ yoff));
+            for (unsigned c = 0; c < cols; c++) {
+                if (dir == TILE)
+                    VIDMM_PREFETCH_W(pb + (t->xo[c] ^ yoff));
+                else
+                    VIDMM_PREFETCH_R(pb + (t->xo[c] ^ yoff));
+            }
         }
         for (; x < e; x += 16) {
             unsigned char *tp = tb + (t->xo[(x & tw_mask) >> 4] ^ yoff);
             if (dir == TILE)
-                memcpy(tp, lrow + x, 16);
+                memcpy(tp, lrow + (x - x0), 16);
             else
-                memcpy(lrow + x, tp, 16);
+                memcpy(lrow + (x - x0), tp, 16);
         }
     }
 }
 
+/* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
+ * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
+ * offset is two table loads and an XOR, instead of a call of the address function. The linear
+ * side is walked a tile-row band at a time (th rows), which reads or writes each tile whole
+ * while it is hot. Arguments are valid. */
 static inline __attribute__((always_inline)) void
 copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled, unsigned char *linear,
            size_t row_pitch, size_t slice_pitch, enum dir dir, enum nt_walk nt_walk, const uint16_t *inv,
