@@ -848,16 +848,23 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
             free(sn);
             return VIDMM_E_NO_MEMORY;
         }
-        vmos_wtrack_destroy(r->ww); /* it watched the old view */
+        /* The old view's write-watch goes with it - and so does what it recorded: its pages
+         * lifted first (a protected page must not reach the allocator's next user), and the
+         * armed / protected marks cleared, or the next step would lift them through the
+         * destroyed watch (issue 25: SIGSEGV on the first view to grow after a written lock). */
+        if (r->ww != NULL && (r->ww_armed || r->ww_protected))
+            (void)vmos_wtrack_disarm(r->ww, r->view, r->view_len);
+        vmos_wtrack_destroy(r->ww);
         r->ww = NULL;
         r->ww_failed = false;
+        r->ww_armed = r->ww_protected = false;
         free(r->view);
         free(r->snap);
         r->view = v;
         r->snap = sn;
         r->view_len = need;
     }
-    if (r->ww_armed || r->ww_protected) {
+    if (r->ww != NULL && (r->ww_armed || r->ww_protected)) {
         /* Protected pages left by the last lock (or by one that never ended: its allocation
          * went): lifted first, or the untiling below would take a fault on every page - about
          * 35 ms for 64 MiB, against 2 ms for the lift. */

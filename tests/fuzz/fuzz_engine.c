@@ -25,7 +25,9 @@
  * then one operation per 4 bytes (opcode, then three
  * argument bytes); missing bytes read as 0. Rules cited are shared/spec/wddm-vidmm.md's.
  * Byte 0 = 0xFF (W2_MARK, a shape no WDDM1 input of the corpus has) selects a WDDM2 device and
- * WDDM2 operation sequences instead: see "WDDM2 operation sequences" below. */
+ * WDDM2 operation sequences instead: see "WDDM2 operation sequences" below; byte 0 = 0xFE
+ * (SR_MARK) swizzled allocations of mixed sizes sharing few swizzling ranges: see
+ * "Swizzling-range sequences". */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdint.h>
@@ -1975,6 +1977,342 @@ static int w2_run(const uint8_t *data, size_t size)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Swizzling-range sequences (input byte 0 = SR_MARK; issue 25): SWIZZLED allocations of mixed
+ * sizes, layouts, mip chains, arrays and 3D sharing one or two swizzling ranges, so that a
+ * range's view grows, shrinks, passes from one allocation to another, is written, left
+ * protected by its write-watch, lazily filled, or read and written through a narrow lock.
+ *
+ * Byte 1 is the shape: bit 0 two ranges (else one); bit 1 lazy views (VIDMM_DEVICE_LAZY_RANGES);
+ * bits 2-3 how written pages are found: 0 the default, 1 the snapshot (VIDMM_RANGE_DIRTY=
+ * snapshot), 2 the write-watch for every part (=watch); bit 4 a paging thread. Then one
+ * operation per 4 bytes. The model holds each allocation's packed linear bytes; after each
+ * step the allocation it worked on, and every eighth step each allocation, if not locked,
+ * reads back (vidmm_gpu_access) as the model: tiled where it is
+ * in its segment or was evicted tiled, linear where it was evicted unswizzled (spec 8.1); a
+ * lock's view must show the model over its part when the lock returns; every call here must
+ * succeed (nothing in these sequences is refused by a rule).
+ * ------------------------------------------------------------------------------------------- */
+#define SR_MARK 0xFEu
+#define SR_SLOTS 6
+
+struct sr_slot {
+    bool live, locked, writable, narrow;
+    vidmm_handle h;
+    struct vidmm_tile_layout layout;
+    struct vidmm_surface_desc desc;
+    uint64_t tiled, linear;
+    unsigned char *model;           /* packed linear bytes */
+    unsigned char *data;            /* the lock's pointer */
+    uint64_t part_off;              /* where 'data' is in the packed linear order */
+    struct vidmm_lock_region reg;
+};
+
+struct sr {
+    struct sr_slot s[SR_SLOTS];
+    uint32_t ranges;
+    uint64_t largest;               /* the largest surface a range has shown */
+    unsigned grows;
+};
+
+/* Inputs (since the process started) whose sequence grew a range's view, and how many views
+ * grew in all: the random driver reports them (fuzz_engine_random.c). A growth is counted when
+ * a lock takes a range - the device's ranges_acquired count moves - for a surface larger than
+ * every one a range showed before on this device: a lower bound with two ranges. */
+unsigned long fuzz_engine_sr_inputs, fuzz_engine_sr_grown_inputs, fuzz_engine_sr_grows;
+
+static void sr_surface(struct sr_slot *sl, uint8_t k)
+{
+    static const struct { uint8_t t, e; uint16_t w, h, d, mips, layers; } kinds[12] = {
+        { VIDMM_TILING_BLOCK_LINEAR, 4, 32, 32, 1, 1, 1 },     { VIDMM_TILING_BLOCK_LINEAR, 4, 128, 128, 1, 1, 1 },
+        { VIDMM_TILING_BLOCK_LINEAR, 4, 256, 256, 1, 1, 1 },   { VIDMM_TILING_BLOCK_LINEAR, 4, 512, 512, 1, 1, 1 },
+        { VIDMM_TILING_BLOCK_LINEAR, 8, 256, 128, 1, 4, 1 },   { VIDMM_TILING_BLOCK_LINEAR, 4, 64, 32, 8, 1, 1 },
+        { VIDMM_TILING_BLOCK_LINEAR, 4, 128, 64, 1, 3, 4 },    { VIDMM_TILING_INTEL_Y, 4, 256, 96, 1, 1, 1 },
+        { VIDMM_TILING_INTEL_X, 4, 512, 256, 1, 1, 1 },        { VIDMM_TILING_MORTON, 2, 128, 128, 1, 2, 3 },
+        { VIDMM_TILING_D3D_STD_64K, 4, 320, 200, 1, 1, 1 },    { VIDMM_TILING_BLOCK_LINEAR, 16, 96, 72, 1, 2, 1 },
+    };
+    const unsigned i = k % 12u;
+    sl->layout = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT((enum vidmm_tiling)kinds[i].t);
+    memset(&sl->desc, 0, sizeof sl->desc);
+    sl->desc.size = sizeof sl->desc;
+    sl->desc.width = kinds[i].w;
+    sl->desc.height = kinds[i].h;
+    sl->desc.depth = kinds[i].d;
+    sl->desc.element_bytes = kinds[i].e;
+    sl->desc.block_width = sl->desc.block_height = 1;
+    sl->desc.mip_levels = kinds[i].mips;
+    sl->desc.array_layers = kinds[i].layers;
+    CHECK(vidmm_surface_tiled_size(&sl->layout, &sl->desc, &sl->tiled) == 0, "surface kind %u: tiled size", i);
+    CHECK(vidmm_surface_linear_size(&sl->layout, &sl->desc, &sl->linear) == 0, "surface kind %u: linear size", i);
+}
+
+/* The allocation's bytes as vidmm_gpu_access() reads them, packed linear: 'where' says how. */
+static void sr_expect(struct fz *f, const struct sr_slot *sl, const char *what)
+{
+    struct vidmm_alloc_info q = { .size_of = sizeof q };
+    CHECK(vidmm_alloc_query(f->dev, sl->h, &q) == 0, "%s: query", what);
+    const bool tiled = q.where == VIDMM_WHERE_SEGMENT || q.where == VIDMM_WHERE_APERTURE ||
+                       (q.where == VIDMM_WHERE_SYSMEM && q.evicted_swizzled);
+    const size_t n = (size_t)(tiled ? sl->tiled : sl->linear);
+    unsigned char *raw = malloc(n), *lin = tiled ? malloc((size_t)sl->linear) : raw;
+    CHECK(raw && lin, "no memory");
+    int rc = vidmm_gpu_access(f->dev, sl->h, 0, raw, n, false);
+    CHECK(rc == 0, "%s: gpu_access read of %u: %s", what, sl->h, vidmm_strerror(rc));
+    if (tiled)
+        CHECK(vidmm_deswizzle_surface(&sl->layout, &sl->desc, raw, n, lin, (size_t)sl->linear) == 0, "deswizzle");
+    for (size_t i = 0; i < (size_t)sl->linear; i++)
+        CHECK(lin[i] == sl->model[i], "%s: allocation %u (where %u, %s) linear byte %zu is %#x, model %#x", what, sl->h,
+              q.where, tiled ? "tiled" : "linear", i, lin[i], sl->model[i]);
+    if (tiled)
+        free(lin);
+    free(raw);
+}
+
+/* Calls 'fn' on each row run of slot 'sl''s locked part (its packed linear offset and length). */
+static void sr_rows(struct fz *f, struct sr_slot *sl, void (*fn)(struct fz *, struct sr_slot *, size_t, size_t, uint8_t),
+                    uint8_t arg)
+{
+    if (!sl->narrow) {
+        fn(f, sl, 0, (size_t)sl->linear, arg);
+        return;
+    }
+    const struct vidmm_lock_region *r = &sl->reg;
+    const size_t e = sl->desc.element_bytes;
+    for (uint32_t layer = 0; layer < sl->desc.array_layers; layer++)
+        for (uint32_t mip = 0; mip < sl->desc.mip_levels; mip++) {
+            if ((r->mip != VIDMM_LOCK_REGION_ALL && r->mip != mip) || (r->layer != VIDMM_LOCK_REGION_ALL && r->layer != layer))
+                continue;
+            struct vidmm_subresource_info si = { .size = sizeof si };
+            CHECK(vidmm_surface_subresource(&sl->layout, &sl->desc, mip, layer, &si) == 0, "subresource");
+            struct vidmm_box b = (r->flags & VIDMM_LOCK_REGION_BOX) ? r->box
+                                                                   : (struct vidmm_box){ 0, 0, 0, si.width, si.height, si.depth };
+            const size_t row = (size_t)si.width * e, slice = row * si.height;
+            for (uint32_t z = b.z; z < b.z + b.depth; z++)
+                for (uint32_t y = b.y; y < b.y + b.height; y++)
+                    fn(f, sl, (size_t)si.linear_offset + z * slice + y * row + (size_t)b.x * e, (size_t)b.width * e, arg);
+        }
+}
+
+static void sr_check_row(struct fz *f, struct sr_slot *sl, size_t off, size_t len, uint8_t arg)
+{
+    (void)f;
+    (void)arg;
+    const unsigned char *v = sl->data + (off - sl->part_off);
+    for (size_t i = 0; i < len; i++)
+        CHECK(v[i] == sl->model[off + i], "the %s view of %u shows %#x at linear byte %zu, model %#x",
+              sl->narrow ? "narrow" : "whole", sl->h, v[i], off + i, sl->model[off + i]);
+}
+
+static void sr_write_row(struct fz *f, struct sr_slot *sl, size_t off, size_t len, uint8_t arg)
+{
+    /* Bytes [at, at + n) of the row, chosen by the operation's byte and the running scribble. */
+    unsigned char x[1];
+    scribble(f, x, 1);
+    if (sl->narrow && (x[0] & 7) != 0)
+        return; /* one row in eight of a narrow part */
+    size_t n = 1 + ((size_t)arg * 97u + x[0]) % (sl->narrow ? len : 3 * PG);
+    if (n > len)
+        n = len;
+    const size_t at = off + ((size_t)x[0] * 4099u + (size_t)arg * 131u) % (len - n + 1);
+    unsigned char *v = sl->data + (at - sl->part_off);
+    scribble(f, sl->model + at, n);
+    memcpy(v, sl->model + at, n);
+}
+
+static struct sr_slot *sr_pick(struct sr *s, uint8_t a)
+{
+    return &s->s[a % SR_SLOTS];
+}
+
+static void sr_create(struct fz *f, struct sr *s, uint8_t a, uint8_t b)
+{
+    struct sr_slot *sl = sr_pick(s, a);
+    if (sl->live)
+        return;
+    sr_surface(sl, b);
+    struct vidmm_alloc_desc d = { .size_of = sizeof d };
+    d.size = sl->tiled;
+    d.supported_read_set = d.supported_write_set = 0x1;
+    d.priority = VIDMM_PRIORITY_NORMAL;
+    d.flags = VIDMM_ALLOC_SWIZZLED | VIDMM_ALLOC_CPU_VISIBLE;
+    d.layout = &sl->layout;
+    d.surface = &sl->desc;
+    int rc = vidmm_alloc_create(f->dev, &d, &sl->h);
+    CHECK(rc == 0, "create of a %llu-byte swizzled allocation: %s", (unsigned long long)sl->tiled, vidmm_strerror(rc));
+    /* Placed, and given tiled content: the model is its untiling. */
+    rc = vidmm_make_resident(f->dev, &sl->h, 1, NULL);
+    CHECK(rc == 0, "make_resident: %s", vidmm_strerror(rc));
+    unsigned char *tiled = malloc((size_t)sl->tiled);
+    sl->model = malloc((size_t)sl->linear);
+    CHECK(tiled && sl->model, "no memory");
+    scribble(f, tiled, (size_t)sl->tiled);
+    rc = vidmm_gpu_access(f->dev, sl->h, 0, tiled, (size_t)sl->tiled, true);
+    CHECK(rc == 0, "gpu_access write: %s", vidmm_strerror(rc));
+    CHECK(vidmm_deswizzle_surface(&sl->layout, &sl->desc, tiled, (size_t)sl->tiled, sl->model, (size_t)sl->linear) == 0,
+          "deswizzle");
+    free(tiled);
+    sl->live = true;
+}
+
+static void sr_destroy(struct fz *f, struct sr *s, uint8_t a)
+{
+    struct sr_slot *sl = sr_pick(s, a);
+    if (!sl->live)
+        return;
+    int rc = vidmm_alloc_destroy(f->dev, sl->h); /* a lock held on it ends with it */
+    CHECK(rc == 0, "destroy: %s", vidmm_strerror(rc));
+    free(sl->model);
+    memset(sl, 0, sizeof *sl);
+}
+
+static void sr_lock(struct fz *f, struct sr *s, uint8_t a, uint8_t b, uint8_t c)
+{
+    struct sr_slot *sl = sr_pick(s, a);
+    if (!sl->live || sl->locked)
+        return;
+    struct vidmm_lock_args la;
+    memset(&la, 0, sizeof la);
+    la.allocation = sl->h;
+    la.flags = VIDMM_LOCK_ACQUIRE_APERTURE | ((b & 3) == 0 ? VIDMM_LOCK_READ_ONLY : 0);
+    struct vidmm_lock_region r = VIDMM_LOCK_REGION_INIT;
+    sl->narrow = (b & 0x0C) == 0;
+    if (sl->narrow) {
+        r.mip = (uint32_t)(c % sl->desc.mip_levels);
+        r.layer = (uint32_t)((c >> 2) % sl->desc.array_layers);
+        if ((b & 0x30) == 0x10 && sl->desc.array_layers > 1)
+            r.mip = VIDMM_LOCK_REGION_ALL;
+        else if ((b & 0x30) == 0x20 && sl->desc.mip_levels > 1)
+            r.layer = VIDMM_LOCK_REGION_ALL;
+        else if (b & 0x20) {
+            struct vidmm_subresource_info si = { .size = sizeof si };
+            CHECK(vidmm_surface_subresource(&sl->layout, &sl->desc, r.mip, r.layer, &si) == 0, "subresource");
+            unsigned char x[4];
+            scribble(f, x, 4);
+            r.flags = VIDMM_LOCK_REGION_BOX;
+            r.box.width = 1 + x[0] % si.width;
+            r.box.height = 1 + x[1] % si.height;
+            r.box.depth = 1 + x[2] % si.depth;
+            r.box.x = x[3] % (si.width - r.box.width + 1);
+            r.box.y = (uint32_t)(x[0] ^ x[3]) % (si.height - r.box.height + 1);
+            r.box.z = x[1] % (si.depth - r.box.depth + 1);
+        }
+    }
+    struct vidmm_stats st0 = { .size_of = sizeof st0 }, st1 = { .size_of = sizeof st1 };
+    CHECK(vidmm_get_stats(f->dev, &st0) == 0, "stats");
+    int rc = sl->narrow ? vidmm_lock_region(f->dev, &la, &r) : vidmm_lock(f->dev, &la);
+    CHECK(rc == 0 && la.data != NULL, "%s range lock of %u (%llu linear bytes): %s", sl->narrow ? "narrow" : "whole",
+          sl->h, (unsigned long long)sl->linear, vidmm_strerror(rc));
+    CHECK(vidmm_get_stats(f->dev, &st1) == 0, "stats");
+    if (st1.ranges_acquired > st0.ranges_acquired && sl->linear > s->largest) {
+        if (s->largest != 0)
+            s->grows++;
+        s->largest = sl->linear;
+    }
+    sl->locked = true;
+    sl->writable = !(la.flags & VIDMM_LOCK_READ_ONLY);
+    sl->data = la.data;
+    sl->part_off = sl->narrow ? r.offset : 0;
+    sl->reg = r;
+    sr_rows(f, sl, sr_check_row, 0);
+}
+
+static void sr_write(struct fz *f, struct sr *s, uint8_t a, uint8_t b)
+{
+    struct sr_slot *sl = sr_pick(s, a);
+    if (sl->live && sl->locked && sl->writable)
+        sr_rows(f, sl, sr_write_row, b);
+}
+
+static void sr_unlock(struct fz *f, struct sr *s, uint8_t a)
+{
+    struct sr_slot *sl = sr_pick(s, a);
+    if (!sl->live || !sl->locked)
+        return;
+    int rc = vidmm_unlock(f->dev, 1, &sl->h);
+    CHECK(rc == 0, "unlock of %u: %s", sl->h, vidmm_strerror(rc));
+    sl->locked = false;
+}
+
+static void sr_move(struct fz *f, struct sr *s, uint8_t a, uint8_t b)
+{
+    struct sr_slot *sl = sr_pick(s, a);
+    if (!sl->live || sl->locked)
+        return;
+    int rc = (b & 1) ? vidmm_evict(f->dev, &sl->h, 1) : vidmm_make_resident(f->dev, &sl->h, 1, NULL);
+    CHECK(rc == 0, "%s of %u: %s", (b & 1) ? "evict" : "make_resident", sl->h, vidmm_strerror(rc));
+}
+
+static int sr_run(const uint8_t *data, size_t size)
+{
+    struct fz *f = calloc(1, sizeof *f);
+    struct sr *s = calloc(1, sizeof *s);
+    if (!f || !s) {
+        free(f);
+        free(s);
+        return 0;
+    }
+    cur_fz = f;
+    f->p = data;
+    f->n = size;
+    f->rnd = 1;
+    const uint8_t shape = take(f);
+    if (trace)
+        fprintf(stderr, "swizzling-range input of %zu bytes, shape %u\n", size + 1, shape);
+    static const struct vidmm_segment_desc seg = { 0x10000000ull, 16u << 20, 16u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0,
+                                                   NULL };
+    struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
+    dd.segments = &seg;
+    dd.segment_count = 1;
+    dd.swizzling_ranges = s->ranges = 1 + (shape & 1);
+    dd.paging_threads = (shape >> 4) & 1;
+    dd.wait_timeout_ns = TIMEOUT_NS;
+    dd.sysmem_reserve = 64u << 20;
+    dd.flags = (shape & 2) ? VIDMM_DEVICE_LAZY_RANGES : 0;
+    const unsigned dirty = (shape >> 2) & 3;
+    if (dirty == 1 || dirty == 2)
+        setenv("VIDMM_RANGE_DIRTY", dirty == 1 ? "snapshot" : "watch", 1);
+    int rc = vidmm_device_create(&dd, &f->dev);
+    unsetenv("VIDMM_RANGE_DIRTY");
+    CHECK(rc == 0, "device_create: %s", vidmm_strerror(rc));
+    for (f->step = 0; f->step < MAX_STEPS && f->n > 0; f->step++) {
+        const uint8_t op = take(f), a = take(f), b = take(f), c = take(f);
+        if (trace)
+            fprintf(stderr, "step %d: sr op %u (%u) a %u b %u c %u\n", f->step, op % 8u, op, a, b, c);
+        switch (op % 8) {
+        case 0:
+        case 1: sr_create(f, s, a, b); break;
+        case 2: sr_destroy(f, s, a); break;
+        case 3:
+        case 4: sr_lock(f, s, a, b, c); break;
+        case 5: sr_write(f, s, a, b); break;
+        case 6: sr_unlock(f, s, a); break;
+        default: sr_move(f, s, a, b); break;
+        }
+        /* The slot the step worked on at once, every slot every eighth step (an untiling of
+         * up to six surfaces per step would make the valgrind replay crawl). */
+        for (int i = 0; i < SR_SLOTS; i++)
+            if (s->s[i].live && !s->s[i].locked && ((f->step & 7) == 7 || i == a % SR_SLOTS))
+                sr_expect(f, &s->s[i], "after the step");
+    }
+    /* The end: every lock released, every allocation's content the model's. */
+    for (int i = 0; i < SR_SLOTS; i++) {
+        struct sr_slot *sl = &s->s[i];
+        if (sl->live && sl->locked)
+            sr_unlock(f, s, (uint8_t)i);
+        if (sl->live)
+            sr_expect(f, sl, "at the end");
+        free(sl->model);
+    }
+    vidmm_device_destroy(f->dev);
+    fuzz_engine_sr_inputs++;
+    fuzz_engine_sr_grown_inputs += s->grows > 0;
+    fuzz_engine_sr_grows += s->grows;
+    cur_fz = NULL;
+    free(s);
+    free(f);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The target.
  * ------------------------------------------------------------------------------------------- */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -1983,6 +2321,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         trace = getenv("VIDMM_FUZZ_TRACE") != NULL;
     if (size > 0 && data[0] == W2_MARK)
         return w2_run(data + 1, size - 1);
+    if (size > 0 && data[0] == SR_MARK)
+        return sr_run(data + 1, size - 1);
     struct fz *f = calloc(1, sizeof *f);
     if (!f)
         return 0;

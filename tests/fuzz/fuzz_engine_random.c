@@ -13,6 +13,7 @@
 #include <time.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern unsigned long fuzz_engine_sr_inputs, fuzz_engine_sr_grown_inputs, fuzz_engine_sr_grows; /* fuzz_engine.c */
 
 static uint64_t next(uint64_t *s)
 {
@@ -52,13 +53,15 @@ int main(int argc, char **argv)
             continue;
         }
         /* Every input runs as drawn; every other one then again as a WDDM2 sequence (its
-         * first byte the WDDM2 mark, fuzz_engine.c), so that a seed's WDDM1 inputs stay the
-         * same. */
-        for (int pass = 0; pass < 1 + (int)(i & 1); pass++) {
-            if (pass)
-                buf[0] = 0xFF;
+         * first byte the WDDM2 mark, fuzz_engine.c), and every third as a swizzling-range
+         * sequence (the mark 0xFE), so that a seed's WDDM1 inputs stay the same. */
+        const uint8_t first = buf[0];
+        for (int pass = 0; pass < 3; pass++) {
+            if ((pass == 1 && !(i & 1)) || (pass == 2 && i % 3 != 0))
+                continue;
+            buf[0] = pass == 0 ? first : pass == 1 ? 0xFF : 0xFE;
             if (getenv("VIDMM_FUZZ_TRACE"))
-                fprintf(stderr, "input %ld%s\n", i, pass ? " (WDDM2)" : "");
+                fprintf(stderr, "input %ld%s\n", i, pass == 1 ? " (WDDM2)" : pass == 2 ? " (swizzling ranges)" : "");
             if (getenv("VIDMM_FUZZ_DUMP")) { /* the input about to run, to replay it alone */
                 FILE *f = fopen(getenv("VIDMM_FUZZ_DUMP"), "wb");
                 if (f) {
@@ -69,6 +72,8 @@ int main(int argc, char **argv)
             LLVMFuzzerTestOneInput(buf, n);
         }
     }
-    printf("fuzz_engine_random: %ld inputs passed\n", iters);
+    printf("fuzz_engine_random: %ld inputs passed; %lu ran as swizzling-range sequences, %lu of them grew a "
+           "range's view (%lu growths)\n",
+           iters, fuzz_engine_sr_inputs, fuzz_engine_sr_grown_inputs, fuzz_engine_sr_grows);
     return 0;
 }
