@@ -444,7 +444,7 @@ retry:
             const uint64_t limit = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) ? dev->w2.group_max[g]
                                                                                        : p->budget[g];
             if (p->usage[g] + p->need[g] > limit)
-                trim += p->usage[g] + p->need[g] - p->budget[g];
+                trim += p->usage[g] + p->need[g] - limit; /* what to evict before retrying (issue 27) */
         }
     }
     args->made_resident = 0;

@@ -393,3 +393,27 @@ Test(wddm2_budget, unregister_waits_for_running_callback)
     T_OK(t.rc);
     vidmm_device_destroy(dev);
 }
+
+/* issue 27 (wddm2.h: "'bytes_to_trim' says how much to evict before retrying"): with
+ * CantTrimFurther the limit a MakeResident fails against is the group's maximum budget, so
+ * NumBytesToTrim is what the request is over that maximum - not over the current budget, which
+ * the flag allows exceeding. Budget 16P, usage 24P, a 48P request, a 64P group: 8P. */
+Test(wddm2_budget, cant_trim_further_bytes_to_trim_against_the_maximum)
+{
+    const uint64_t P = W2_LOCAL_MAX / 64;
+    vidmm_device *dev = w2_dev();
+    vidmm_handle used = t_alloc_simple(dev, 24 * P, T_SET(T_VIS));
+    vidmm_handle req[2] = { t_alloc_simple(dev, 24 * P, T_SET(T_VIS) | T_SET(T_LOC)),
+                            t_alloc_simple(dev, 24 * P, T_SET(T_VIS) | T_SET(T_LOC)) };
+    w2_resident(dev, used);
+    T_OK(vidmm_wddm2_set_budget(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL, 16 * P));
+    cr_assert_eq(qvm(dev, T_PROC, VIDMM_SEGMENT_GROUP_LOCAL).current_usage, 24 * P);
+    struct vidmm_make_resident_args r;
+    T_RC(w2_mr_rc(dev, req, 2, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, &r), VIDMM_E_NO_MEMORY);
+    cr_assert_eq(r.bytes_to_trim, 8 * P, "usage 24P + 48P over the 64P maximum is 8P, reported %llu P",
+                 (unsigned long long)(r.bytes_to_trim / P));
+    /* Without the flag the current budget is the limit: 24P + 48P over 16P. */
+    T_RC(w2_mr_rc(dev, req, 2, 0, &r), VIDMM_E_NO_MEMORY);
+    cr_assert_eq(r.bytes_to_trim, 56 * P);
+    vidmm_device_destroy(dev);
+}

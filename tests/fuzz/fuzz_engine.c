@@ -1500,7 +1500,7 @@ static void w2_make_resident(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, u
             const uint64_t u = w2_usage(w, p, g);
             const uint64_t limit = (flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) ? w->group_max[g] : w->budget[p][g];
             if (need[p][g] && u + need[p][g] > w->budget[p][g] && u + need[p][g] > limit)
-                trim += u + need[p][g] - w->budget[p][g];
+                trim += u + need[p][g] - limit; /* what to evict before retrying (issue 27) */
         }
     if (!want && trim)
         want = VIDMM_E_NO_MEMORY;
