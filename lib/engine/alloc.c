@@ -111,10 +111,12 @@ static inline __attribute__((always_inline)) int check_alloc(const vidmm_device 
     if (err)
         return err;
     const uint32_t supported = d->supported_read_set | d->supported_write_set;
+    /* (A WDDM2 device's read set is its write set here: vidmm_alloc_create().) */
+    const char *set_name = dev->w2.on ? "supported_write_set" : "supported_read_set";
     if (supported == 0)
-        return REFUSE("supported_read_set", "read and write sets both empty", "15.2");
+        return REFUSE(set_name, dev->w2.on ? "empty" : "read and write sets both empty", "15.2");
     if (supported & ~all_segments(dev))
-        return REFUSE("supported_read_set", "names a segment the device does not have", "15.2");
+        return REFUSE(set_name, "names a segment the device does not have", "15.2");
     if (d->eviction_set & ~all_segments(dev))
         return REFUSE("eviction_set", "names a segment the device does not have", "15.2");
     if (d->alignment & (d->alignment - 1))
@@ -431,6 +433,14 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
     if (dev->removed) {
         err = VIDMM_E_DEVICE_REMOVED;
         goto out;
+    }
+    /* Spec 3.3, 15.2: a WDDM2 device ignores SupportedReadSegmentSet and uses only the write
+     * set - neither validated nor used: reads are allowed wherever writes are. */
+    struct vidmm_alloc_desc w2d;
+    if (dev->w2.on) {
+        w2d = *desc;
+        w2d.supported_read_set = w2d.supported_write_set;
+        desc = &w2d;
     }
     if ((err = check_alloc(dev, desc, &size)) != 0)
         goto out;

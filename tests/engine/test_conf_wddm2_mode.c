@@ -199,3 +199,41 @@ Test(wddm2_mode, device_basics)
     T_OK(vidmm_alloc_destroy(dev, h));
     vidmm_device_destroy(dev);
 }
+
+/* spec 3.3 ("WDDM2: VidMm ignores the read set and uses only the write set") and 15.2 ("WDDM2
+ * mode ignores SupportedReadSegmentSet"): an allocation whose write set is {2} and read set {1}
+ * is made resident in segment 2 - every time, whatever segment 1's room - and a read set naming
+ * a segment the device does not have is not a reason to refuse it (issue 27, item 1). */
+Test(wddm2_mode, read_set_ignored)
+{
+    vidmm_device *dev = w2_dev();
+    struct vidmm_alloc_desc d = t_adesc(64 * T_KiB, T_SET(T_LOC));
+    d.supported_read_set = T_SET(T_VIS);
+    vidmm_handle h = t_alloc(dev, &d);
+    w2_resident(dev, h);
+    struct vidmm_alloc_info q = t_query(dev, h);
+    cr_assert_eq(q.where, VIDMM_WHERE_SEGMENT);
+    cr_assert_eq(q.segment_id, T_LOC, "placed in segment %u: the read set was used", q.segment_id);
+    /* Evicted and made resident again: still the write set only. */
+    w2_evict(dev, h, 0);
+    w2_resident(dev, h);
+    cr_assert_eq(t_query(dev, h).segment_id, T_LOC);
+    /* A read set of segments that do not exist, or empty: accepted, ignored. */
+    d.supported_read_set = 1u << 20;
+    vidmm_handle h2 = t_alloc(dev, &d);
+    w2_resident(dev, h2);
+    cr_assert_eq(t_query(dev, h2).segment_id, T_LOC);
+    d.supported_read_set = 0;
+    (void)t_alloc(dev, &d);
+    /* An empty write set is refused, whatever the read set says. */
+    d.supported_write_set = 0;
+    d.supported_read_set = T_SET(T_VIS);
+    t_alloc_refused(dev, &d, "WDDM2: an empty write set (the read set does not count)");
+    vidmm_device_destroy(dev);
+    /* WDDM1 keeps both sets (spec 15.2): the unknown read segment is refused there. */
+    dev = t_dev_std();
+    d = t_adesc(64 * T_KiB, T_SET(T_LOC));
+    d.supported_read_set = 1u << 20;
+    t_alloc_refused(dev, &d, "WDDM1: a read set naming a segment the device does not have");
+    vidmm_device_destroy(dev);
+}

@@ -1126,6 +1126,10 @@ static void w2_create(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
     d.kind = (c & 0x30) == 0x30 ? VIDMM_ALLOC_KIND_SHARED : 0;
     const uint32_t set = w2_sets[(b >> 2) % 7];
     d.supported_read_set = d.supported_write_set = set;
+    /* Spec 3.3, 15.2: WDDM2 ignores the read set - now and then one that names other segments,
+     * or none the device has; the model places by the write set alone (issue 27). */
+    if (a & 0x80)
+        d.supported_read_set = (a & 0x40) ? 1u << 12 : (~set & 0x7u);
     uint32_t pref = 0;
     if (c & 0x40)
         for (uint32_t id = 1; id <= 3; id++)
