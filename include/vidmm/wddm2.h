@@ -8,8 +8,9 @@
  *
  * WDDM2 mode in one paragraph. The device's WDDM1-only mechanisms are refused with
  * VIDMM_E_INVALID_ARG: swizzling ranges (a non-zero vidmm_device_desc.swizzling_ranges,
- * VIDMM_DEVICE_LAZY_RANGES), renaming (vidmm_alloc_desc.max_renaming != 0), USE_ALTERNATE_VA
- * allocations, residency through allocation lists (vidmm_submit(), vidmm_make_resident()), and
+ * VIDMM_DEVICE_LAZY_RANGES), renaming (vidmm_alloc_desc.max_renaming != 0), the WDDM1-only
+ * allocation flags (a WDDM2 device reads the WDDM2 flag layout, below: no Swizzled, no
+ * UseAlternateVA), residency through allocation lists (vidmm_submit(), vidmm_make_resident()), and
  * the lock flags that ask for renaming or a swizzling range (DISCARD, NO_EXISTING_REFERENCE,
  * ACQUIRE_APERTURE, USE_ALTERNATE_VA). A device has at most 30 segments (ID 31 is the
  * implicit system-memory segment, spec 15.1). Allocations become resident only through
@@ -41,6 +42,25 @@ VIDMM_BEGIN_DECLS
  * before the GPU uses the allocations (STATUS_PENDING 0x103 / E_PENDING, spec 12).
  * vidmm_error_to_ntstatus() and vidmm_error_to_hresult() map it. */
 #define VIDMM_PENDING 1
+
+/* ---------------------------------------------------------------------------------------------
+ * Allocation flags (spec 4.2): a WDDM2 device reads vidmm_alloc_desc.flags in the
+ * DXGK_ALLOCATIONINFOFLAGS_WDDM2_0 layout. Bits 0-6, 8, 9 and 14-18 are WDDM1's (device.h
+ * VIDMM_ALLOC_*: CPU_VISIBLE, PERMANENT_SYSMEM, CACHED, PROTECTED, EXISTING_*,
+ * FROM_END_OF_SEGMENT, OVERLAY, CAPTURE, HISTORY_BUFFER, ACCESSED_PHYSICALLY,
+ * EXPLICIT_RESIDENCY_NOTIFICATION, HARDWARE_PROTECTED, CPU_VISIBLE_ON_DEMAND) with WDDM1's
+ * rules; the three below take the places of WDDM1's Swizzled, UseAlternateVA and LinkInstanced;
+ * WDDM1's SynchronousPaging (bit 11) and LinkMirrored (bit 12) are reserved. So a WDDM2
+ * allocation is never swizzled (it takes no tiled layout), never an alternate-VA primary, and
+ * a reserved bit set is VIDMM_E_INVALID_ARG. The three WDDM2 flags are accepted and change
+ * nothing in this model: its GPU VAs have 4 KiB pages only, it has no video protected region,
+ * and every aperture allocation is reachable by the CPU through Lock2 already.
+ * ------------------------------------------------------------------------------------------- */
+#define VIDMM_W2_ALLOC_DISABLE_LARGE_PAGE_MAPPING 0x00000080u /* bit 7 (WDDM2.1: normal page tables) */
+#define VIDMM_W2_ALLOC_CREATE_IN_VPR              0x00000400u /* bit 10 (WDDM2.1+; reserved before) */
+#define VIDMM_W2_ALLOC_MAP_APERTURE_CPU_VISIBLE   0x00002000u /* bit 13 (WDDM2.9+; reserved before) */
+#define VIDMM_W2_ALLOC_RESERVED_MASK              0xFFF81800u /* bits 11 (DXGK_ALLOC_RESERVED17),
+                                                                 12 (Reserved02), 19-31 */
 
 /* ---------------------------------------------------------------------------------------------
  * GPU virtual addresses.

@@ -434,12 +434,17 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
         err = VIDMM_E_DEVICE_REMOVED;
         goto out;
     }
-    /* Spec 3.3, 15.2: a WDDM2 device ignores SupportedReadSegmentSet and uses only the write
-     * set - neither validated nor used: reads are allowed wherever writes are. */
+    /* A WDDM2 device reads the WDDM2 flag layout (spec 4.2, wddm2.h): its reserved bits and its
+     * own flags' rules are checked here, and its own flags, which mean nothing to the WDDM1
+     * rules below, are cleared. Spec 3.3, 15.2: it ignores SupportedReadSegmentSet and uses
+     * only the write set - neither validated nor used: reads are allowed wherever writes are. */
     struct vidmm_alloc_desc w2d;
     if (dev->w2.on) {
+        if ((err = vm_w2_check_flags(desc->flags)) != 0)
+            goto out;
         w2d = *desc;
         w2d.supported_read_set = w2d.supported_write_set;
+        w2d.flags &= ~VM_W2_ALLOC_OWN; /* no WDDM1 meaning, no effect here (wddm2.h) */
         desc = &w2d;
     }
     if ((err = check_alloc(dev, desc, &size)) != 0)

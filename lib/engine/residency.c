@@ -84,9 +84,18 @@ int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d)
         return 0;
     if (d->max_renaming)
         return vidmm_refuse("vidmm_alloc_create", "max_renaming", "renaming on a WDDM2 device", "6.6, 7");
-    if (d->flags & VIDMM_ALLOC_USE_ALTERNATE_VA)
-        return vidmm_refuse("vidmm_alloc_create", "flags", "USE_ALTERNATE_VA (swizzling ranges) on a WDDM2 device",
-                            "6.6, 8.4");
+    return 0;
+}
+
+int vm_w2_check_flags(uint32_t f)
+{
+    if (f & VIDMM_W2_ALLOC_RESERVED_MASK)
+        return vidmm_refuse("vidmm_alloc_create", "flags",
+                            "reserved bits of the WDDM2 layout set (11, 12: WDDM1's SynchronousPaging and "
+                            "LinkMirrored, 19-31)", "4.2");
+    /* HistoryBuffer: every other flag 0 but CpuVisible and Cached - the WDDM2 ones too. */
+    if ((f & VIDMM_ALLOC_HISTORY_BUFFER) && (f & VM_W2_ALLOC_OWN))
+        return vidmm_refuse("vidmm_alloc_create", "flags", "HISTORY_BUFFER with a WDDM2 flag", "4.1, 4.2");
     return 0;
 }
 

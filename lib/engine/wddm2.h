@@ -86,6 +86,12 @@ void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d);
 void vm_w2_fini(vidmm_device *dev);
 /* alloc.c check_alloc(): renaming and USE_ALTERNATE_VA refused in WDDM2 mode. */
 int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d);
+/* The flags of the WDDM2 layout (spec 4.2) a WDDM1 reading would take for something else. */
+#define VM_W2_ALLOC_OWN \
+    (VIDMM_W2_ALLOC_DISABLE_LARGE_PAGE_MAPPING | VIDMM_W2_ALLOC_CREATE_IN_VPR | VIDMM_W2_ALLOC_MAP_APERTURE_CPU_VISIBLE)
+/* vm_w2_check_flags(): a WDDM2 device's allocation flags, in their layout: reserved bits 0,
+ * HistoryBuffer alone. The WDDM1 rules of the bits the layouts share follow (alloc.c). */
+int vm_w2_check_flags(uint32_t flags);
 /* lock.c vidmm_lock() (to be wired): DISCARD, NO_EXISTING_REFERENCE, ACQUIRE_APERTURE and
  * USE_ALTERNATE_VA refused in WDDM2 mode. 0 or VIDMM_E_INVALID_ARG. */
 int vm_w2_check_lock(const vidmm_device *dev, uint32_t lock_flags);

@@ -89,17 +89,73 @@ Test(wddm2_mode, renaming_refused_at_creation)
     vidmm_device_destroy(dev);
 }
 
-/* spec 6.6 / 8.4: UseAlternateVA belongs to the swizzling-range machinery: refused. */
-Test(wddm2_mode, use_alternate_va_refused_at_creation)
+/* spec 4.2: DXGK_ALLOCATIONINFOFLAGS_WDDM2_0 has no UseAlternateVA - its bit 10 is CreateInVpr
+ * (WDDM2.1+): a WDDM2 primary with bit 10 is an allocation created in the video protected
+ * region, not an alternate-VA primary, and is created (issue 27, item 2; this test refused it
+ * before, reading the flags in the WDDM1 layout). WDDM1 keeps UseAlternateVA. */
+Test(wddm2_mode, bit_10_is_create_in_vpr)
 {
     vidmm_device *dev = w2_dev();
     struct vidmm_alloc_desc d = t_adesc(64 * T_KiB, T_SET(T_VIS));
     d.kind = VIDMM_ALLOC_KIND_PRIMARY;
-    d.flags |= VIDMM_ALLOC_USE_ALTERNATE_VA;
-    t_alloc_refused(dev, &d, "USE_ALTERNATE_VA primary on a WDDM2 device");
+    d.flags |= VIDMM_W2_ALLOC_CREATE_IN_VPR;
+    cr_assert_eq(VIDMM_W2_ALLOC_CREATE_IN_VPR, VIDMM_ALLOC_USE_ALTERNATE_VA, "the same bit, two layouts");
+    t_alloc(dev, &d);
+    d.kind = 0;
+    t_alloc(dev, &d); /* not the primary: WDDM1's UseAlternateVA rule does not apply */
     vidmm_device_destroy(dev);
     dev = t_dev_std();
-    t_alloc(dev, &d); /* WDDM1: allowed on the primary */
+    d.kind = VIDMM_ALLOC_KIND_PRIMARY;
+    t_alloc(dev, &d); /* WDDM1: UseAlternateVA, allowed on the primary */
+    d.kind = 0;
+    t_alloc_refused(dev, &d, "WDDM1: USE_ALTERNATE_VA on an allocation that is not the primary");
+    vidmm_device_destroy(dev);
+}
+
+/* spec 4.2: a WDDM2 device reads DXGK_ALLOCATIONINFOFLAGS_WDDM2_0 - bits 0-6, 8, 9, 14-18 as
+ * WDDM1's; bit 7 DisableLargePageMapping (not Swizzled), 10 CreateInVpr, 13 MapApertureCpuVisible;
+ * bits 11 (DXGK_ALLOC_RESERVED17) and 12 (Reserved02) and 19-31 reserved, which must be 0
+ * (issue 27, item 2: 0x81 was taken as Swizzled, 0x800 and 0x1000 accepted). */
+Test(wddm2_mode, wddm2_flag_layout)
+{
+    vidmm_device *dev = w2_dev();
+    struct vidmm_alloc_desc d = t_adesc(64 * T_KiB, T_SET(T_VIS));
+    const uint32_t base = d.flags;
+    d.flags = base | 0x800u;
+    t_alloc_refused(dev, &d, "WDDM2: bit 11 (DXGK_ALLOC_RESERVED17, WDDM1's SynchronousPaging)");
+    d.flags = base | 0x1000u;
+    t_alloc_refused(dev, &d, "WDDM2: bit 12 (Reserved02, WDDM1's LinkMirrored)");
+    d.flags = base | 0x80000u;
+    t_alloc_refused(dev, &d, "WDDM2: bit 19 (reserved)");
+    cr_assert_eq(VIDMM_W2_ALLOC_RESERVED_MASK, 0xFFF81800u);
+    /* Bit 7 is DisableLargePageMapping: 0x81 is not a swizzled allocation, so it takes no
+     * tiled layout - with one it is refused, without one created. */
+    struct t_surf s;
+    t_surf_init(&s, VIDMM_TILING_BLOCK_LINEAR, 64, 64, 1, 4, 1, 1);
+    t_surf_sizes(&s);
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_W2_ALLOC_DISABLE_LARGE_PAGE_MAPPING;
+    cr_assert_eq(d.flags, 0x81u);
+    d.layout = &s.layout;
+    d.surface = &s.desc;
+    t_alloc_refused(dev, &d, "WDDM2: a tiled layout without Swizzled (0x80 is DisableLargePageMapping)");
+    d.layout = NULL;
+    d.surface = NULL;
+    vidmm_handle h = t_alloc(dev, &d);
+    w2_resident(dev, h);
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_W2_ALLOC_MAP_APERTURE_CPU_VISIBLE;
+    t_alloc(dev, &d);
+    /* HistoryBuffer: every other flag 0 (CpuVisible and Cached excepted), the WDDM2 ones too. */
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_CACHED | VIDMM_ALLOC_HISTORY_BUFFER;
+    t_alloc(dev, &d);
+    d.flags |= VIDMM_W2_ALLOC_DISABLE_LARGE_PAGE_MAPPING;
+    t_alloc_refused(dev, &d, "WDDM2: HISTORY_BUFFER with DisableLargePageMapping");
+    vidmm_device_destroy(dev);
+    /* WDDM1 reads its own layout: bit 11 is SynchronousPaging, bit 7 Swizzled (needs a layout). */
+    dev = t_dev_std();
+    d.flags = base | VIDMM_ALLOC_SYNCHRONOUS_PAGING;
+    t_alloc(dev, &d);
+    d.flags = VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_SWIZZLED;
+    t_alloc_refused(dev, &d, "WDDM1: SWIZZLED without a layout");
     vidmm_device_destroy(dev);
 }
 
