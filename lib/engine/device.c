@@ -174,10 +174,11 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
  * no check can make safe (device.h says what is guaranteed). Shells cost ~sizeof(struct
  * vidmm_device) each, held until the process ends.
  *
- * Each live device has one of 16 handle tags, chosen round-robin among those no live device
- * has, so that the handles of up to 16 devices alive together never name one another's
- * allocations (beyond 16 a tag is shared, and such handles are again told apart only when the
- * index is free in the other device). Both under 'shells_mu'.
+ * Each live device has one of 16 handle tags, the lowest no live device has, so that the
+ * handles of up to 16 devices alive together never name one another's allocations (beyond 16 a
+ * tag is shared, and such handles are again told apart only when the index is free in the other
+ * device), and devices made one after another make the same handles from the same calls (the
+ * paging logs of two runs compare equal: test_model, test_conf_paging). Both under 'shells_mu'.
  * ------------------------------------------------------------------------------------------- */
 #define VM_QUARANTINE 8u
 #define VM_HANDLE_TAGS (1u << VM_HANDLE_TAG_BITS)
@@ -190,16 +191,14 @@ static unsigned tags_next;
 static uint32_t tag_take(void)
 {
     pthread_mutex_lock(&shells_mu);
-    unsigned t = tags_next % VM_HANDLE_TAGS;
-    for (unsigned k = 0; k < VM_HANDLE_TAGS; k++) {
-        unsigned c = (tags_next + k) % VM_HANDLE_TAGS;
+    unsigned t = tags_next++ % VM_HANDLE_TAGS; /* all 16 taken: shared, round-robin */
+    for (unsigned c = 0; c < VM_HANDLE_TAGS; c++) {
         if (!(tags_live & (1u << c))) {
             t = c;
             break;
         }
     }
     tags_live |= 1u << t;
-    tags_next = t + 1;
     pthread_mutex_unlock(&shells_mu);
     return t;
 }
