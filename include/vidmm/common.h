@@ -70,7 +70,7 @@ VIDMM_API void vidmm_set_log_fn(vidmm_log_fn fn, void *arg, enum vidmm_log_level
  * take K/M/G suffixes (powers of 1024). A bad value logs one warning and keeps the default.
  * ------------------------------------------------------------------------------------------- */
 enum vidmm_option {
-    VIDMM_OPT_BACKEND = 0,               /* string: scalar|sse2|avx2|avx512|neon (VIDMM_BACKEND) */
+    VIDMM_OPT_BACKEND = 0,               /* string: auto|scalar|sse2|avx2|avx512|neon */
     VIDMM_OPT_DISABLE_CPU_FEATURES = 1,  /* string: comma list, e.g. "avx512,avx2" */
     VIDMM_OPT_LOG_LEVEL = 2,             /* integer -1..3 (default -1: silent); routes messages
                                             at or below it to stderr when no hook is set */
@@ -91,7 +91,10 @@ VIDMM_API long long vidmm_option_get(enum vidmm_option opt);
 VIDMM_API const char *vidmm_option_get_string(enum vidmm_option opt);
 
 /* vidmm_option_set() / vidmm_option_set_string() override the environment for 'opt'.
- * Returns: 0, or VIDMM_E_INVALID_ARG (unknown option, wrong kind, value out of range).
+ * Returns: 0, or VIDMM_E_INVALID_ARG (unknown option, wrong kind, value out of range, a string
+ * option's value not one of the words listed above - a backend name the CPU cannot run is a
+ * word: it is warned about when the backend is chosen), with one VIDMM_LOG_DEBUG line; the
+ * option keeps its value.
  * Thread safety: set options before other threads use the library; choices already made from
  * an option (the kernel backend) are not remade, except by vidmm_kernels_reset(). */
 VIDMM_API int vidmm_option_set(enum vidmm_option opt, long long value);

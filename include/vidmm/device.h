@@ -113,7 +113,10 @@ VIDMM_BEGIN_DECLS
 typedef struct vidmm_device vidmm_device;
 
 /* An allocation handle (a D3DKMT_HANDLE). 0 is never a valid handle. Each rename instance of
- * an allocation has a handle of its own (spec 7). */
+ * an allocation has a handle of its own (spec 7). A handle names an allocation of the device
+ * that made it only: given to another device it is refused (VIDMM_E_INVALID_ARG) - always while
+ * at most 16 devices are alive together - and once its allocation is destroyed it names
+ * nothing until its slot has been reused 256 times. Its bits are not an interface. */
 typedef uint32_t vidmm_handle;
 
 #define VIDMM_MAX_SEGMENTS 31u          /* segment IDs are 1..31 (5-bit fields, spec 1) */
@@ -346,13 +349,20 @@ enum vidmm_io_backend {
 
 /* vidmm_device_create() validates the segment table (spec 15.1) and creates a device, its
  * segments' memory and its paging threads. Returns: 0, VIDMM_E_INVALID_ARG (a rule of spec
- * 15.1 broken, or a bad descriptor), VIDMM_E_NO_MEMORY. */
+ * 15.1 broken, or a bad descriptor), VIDMM_E_NO_MEMORY, VIDMM_E_IO (the swap file at
+ * 'swap_path' could not be opened, created or sized: a VIDMM_LOG_WARN line names the path and
+ * the system's reason). */
 VIDMM_API int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out);
 
 /* vidmm_device_destroy() frees everything: every allocation, lock and mapping. It waits for the
  * paging operation running now, not for the GPU: queued operations that have not run are
  * dropped (their bytes are being freed), and unsignalled fences are not waited for. Pointers the
- * device handed out become invalid. NULL is ignored. */
+ * device handed out become invalid. NULL is ignored.
+ * A destroyed device: the device's own memory (a few tens of KiB) is kept, marked destroyed,
+ * until eight more devices have been destroyed, and every call given it meanwhile - a second
+ * vidmm_device_destroy() included - does nothing but return VIDMM_E_INVALID_ARG (void calls:
+ * nothing, 0) with one VIDMM_LOG_DEBUG line "<call>: dev: <address> was destroyed". Given one
+ * destroyed longer ago, a call reads freed memory: that cannot be caught, and is undefined. */
 VIDMM_API void vidmm_device_destroy(vidmm_device *dev);
 
 /* vidmm_device_remove() simulates a TDR / PnP stop (spec 15.27): outstanding locks are
@@ -563,10 +573,11 @@ struct vidmm_residency {
  * stays there - the lock's pointer must stay valid and segment memory cannot be remapped under
  * it; without an aperture segment in its set either way VIDMM_E_CANT_RENDER_LOCKED), waits for the paging that needs, marks written ones dirty,
  * and returns in '*fence' a fence value the caller (the GPU) signals once it has executed the
- * work. 'where' (may be NULL) receives one entry per reference. An allocation listed twice is
+ * work ('fence' must not be NULL: the listed allocations stay busy until that fence, or a later
+ * one, is signalled). 'where' (may be NULL) receives one entry per reference. An allocation listed twice is
  * one reference (write if either is). A reference with an OfferPriority (VIDMM_REF_OFFER_PRIORITY)
  * offers its allocation once the submission is issued, in effect when its fence has passed.
- * Returns: 0; VIDMM_E_INVALID_ARG (bad handle, count 0 or > 65536, unknown flags, an offered
+ * Returns: 0; VIDMM_E_INVALID_ARG (NULL 'refs' or 'fence', bad handle, count 0 or > 65536, unknown flags, an offered
  * allocation, an OfferPriority above AUTO or on a pinned or locked allocation),
  * VIDMM_E_INVALID_INSTANCE (rename instances out of order, spec
  * 15.18), VIDMM_E_NO_VIDEO_MEMORY, VIDMM_E_CANT_EVICT_PINNED, VIDMM_E_CANT_RENDER_LOCKED,

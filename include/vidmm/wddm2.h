@@ -172,7 +172,8 @@ struct vidmm_va_ref {
  * a page whose allocation is not on the residency list, is a GPU page fault: the device is
  * removed (spec 12, 15.21), vidmm_wddm2_last_fault() says where, and VIDMM_E_DEVICE_REMOVED is
  * returned.
- * Returns: 0; VIDMM_E_INVALID_ARG (NULL, count 0 or > 65536, flags not 0, a ref with size 0,
+ * Returns: 0; VIDMM_E_INVALID_ARG (NULL - 'fence' included: the fence is what ends the work's
+ * use of its allocations - count 0 or > 65536, flags not 0, a ref with size 0,
  * a range that wraps or leaves the space, unknown ref flags: nothing submitted);
  * VIDMM_E_NO_MEMORY (a resident-listed allocation could not be brought back);
  * VIDMM_E_TIMEOUT; VIDMM_E_DEVICE_REMOVED. */

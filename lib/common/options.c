@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include "common/internal.h"
+#include "vidmm/kernels.h"
 
 enum opt_kind { OPT_STRING, OPT_INT, OPT_BOOL, OPT_SIZE };
 
@@ -210,6 +211,69 @@ int vidmm_option_set(enum vidmm_option opt, long long value)
     return set_slot(opt, value, NULL);
 }
 
+/* A string option's words, as common.h lists them, read as their users read them: backend names
+ * in any case (vidmm_backend_from_string()), the copy-to-WC variants exactly (copy.c), and for
+ * VIDMM_DISABLE_CPU_FEATURES a list of vidmm_cpu_feature_name()'s names and "avx512", in any
+ * case, split at commas and spaces (dispatch.c parse_mask()). */
+static const char *const wc_words[] = { "auto", "nt", "movdir64b", NULL };
+
+static bool word_in(const char *const *words, const char *w, size_t len, bool any_case)
+{
+    for (size_t i = 0; words[i] != NULL; i++)
+        if (strlen(words[i]) == len && (any_case ? strncasecmp(w, words[i], len) : strncmp(w, words[i], len)) == 0)
+            return true;
+    return false;
+}
+
+static bool feature_word(const char *w, size_t len)
+{
+    if (len == 6 && strncasecmp(w, "avx512", 6) == 0)
+        return true;
+    for (unsigned b = 0; b < 64; b++) {
+        const char *name = vidmm_cpu_feature_name(1ull << b);
+        if (name != NULL && strlen(name) == len && strncasecmp(w, name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* check_words() refuses a string option's value that is not one of its words (not a list of
+ * them), naming the option, the value and - for a list - the first word that is not one. The
+ * environment's values are not checked here: a bad one there is warned about where it is used,
+ * and the default taken (common.h). */
+static int check_words(enum vidmm_option opt, const char *text)
+{
+    const char *name = opt_descs[opt].name;
+    switch (opt) {
+    case VIDMM_OPT_BACKEND:
+        if (vidmm_backend_from_string(text) >= 0)
+            return 0;
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_option_set_string: %s: '%s' is not auto|scalar|sse2|avx2|avx512|neon "
+                                   "(spec common.h)", name, text);
+        return VIDMM_E_INVALID_ARG;
+    case VIDMM_OPT_WC_COPY:
+        if (word_in(wc_words, text, strlen(text), false))
+            return 0;
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_option_set_string: %s: '%s' is not auto|nt|movdir64b (spec common.h)", name,
+                  text);
+        return VIDMM_E_INVALID_ARG;
+    case VIDMM_OPT_DISABLE_CPU_FEATURES:
+        for (const char *p = text; *p != '\0';) {
+            size_t len = strcspn(p, ", ");
+            if (len > 0 && !feature_word(p, len)) {
+                vidmm_log(VIDMM_LOG_DEBUG, "vidmm_option_set_string: %s: '%s': '%.*s' is not a CPU feature name "
+                                           "(spec common.h, vidmm_cpu_feature_name())", name, text, (int)len, p);
+                return VIDMM_E_INVALID_ARG;
+            }
+            p += len;
+            p += strspn(p, ", ");
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 int vidmm_option_set_string(enum vidmm_option opt, const char *text)
 {
     long long v;
@@ -222,6 +286,8 @@ int vidmm_option_set_string(enum vidmm_option opt, const char *text)
     }
     if (parse(&opt_descs[opt], text, &v) < 0)
         return vidmm_refuse("vidmm_option_set_string", opt_descs[opt].name, "not a valid value", "common.h");
+    if (opt_descs[opt].kind == OPT_STRING && check_words(opt, text) < 0)
+        return VIDMM_E_INVALID_ARG;
     return set_slot(opt, v, opt_descs[opt].kind == OPT_STRING ? text : NULL);
 }
 

@@ -423,6 +423,7 @@ void vm_instance_free(vidmm_device *dev, struct vm_alloc *a)
  * ------------------------------------------------------------------------------------------- */
 int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !desc || !out || desc->size_of < sizeof *desc)
         return REFUSE(!dev ? "dev" : !desc ? "desc" : !out ? "out" : "desc->size_of", "NULL, or size_of too small",
                       "device.h");
@@ -495,6 +496,7 @@ out:
 
 int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
@@ -553,6 +555,7 @@ int vidmm_alloc_destroy(vidmm_device *dev, vidmm_handle h)
 
 int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info *info)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !info || info->size_of < sizeof *info)
         return vidmm_refuse(__func__, !dev ? "dev" : "info", "NULL, or size_of too small", "device.h");
     int err;
@@ -585,6 +588,7 @@ int vidmm_alloc_query(vidmm_device *dev, vidmm_handle h, struct vidmm_alloc_info
 
 int vidmm_set_priority(vidmm_device *dev, const vidmm_handle *handles, const uint32_t *priorities, uint32_t count)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !handles || !priorities || count == 0)
         return vidmm_refuse(__func__, !dev ? "dev" : !count ? "count" : "handles", "NULL, or count 0", "device.h");
     pthread_mutex_lock(&dev->mu);

@@ -163,7 +163,83 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
     return err;
 }
 
-static void device_free(vidmm_device *dev)
+/* ---------------------------------------------------------------------------------------------
+ * Destroyed devices and handle tags.
+ *
+ * A destroyed device's struct is not freed at once: its shell (every resource released, 'magic'
+ * VM_DEV_DEAD) waits in a quarantine of the last VM_QUARANTINE destroyed, so that a call given
+ * it - a second vidmm_device_destroy() above all, which waited for ever on the freed paging
+ * state - reads memory still allocated (AddressSanitizer agrees) and is refused. The shell
+ * pushed out is freed then; a call given a device destroyed longer ago reads freed memory, which
+ * no check can make safe (device.h says what is guaranteed). Shells cost ~sizeof(struct
+ * vidmm_device) each, held until the process ends.
+ *
+ * Each live device has one of 16 handle tags, the lowest no live device has, so that the
+ * handles of up to 16 devices alive together never name one another's allocations (beyond 16 a
+ * tag is shared, and such handles are again told apart only when the index is free in the other
+ * device), and devices made one after another make the same handles from the same calls (the
+ * paging logs of two runs compare equal: test_model, test_conf_paging). Both under 'shells_mu'.
+ * ------------------------------------------------------------------------------------------- */
+#define VM_QUARANTINE 8u
+#define VM_HANDLE_TAGS (1u << VM_HANDLE_TAG_BITS)
+static pthread_mutex_t shells_mu = PTHREAD_MUTEX_INITIALIZER;
+static vidmm_device *shells[VM_QUARANTINE];
+static unsigned shells_next;
+static uint32_t tags_live;      /* bit t: a live device has tag t */
+static unsigned tags_next;
+
+static uint32_t tag_take(void)
+{
+    pthread_mutex_lock(&shells_mu);
+    unsigned t = tags_next++ % VM_HANDLE_TAGS; /* all 16 taken: shared, round-robin */
+    for (unsigned c = 0; c < VM_HANDLE_TAGS; c++) {
+        if (!(tags_live & (1u << c))) {
+            t = c;
+            break;
+        }
+    }
+    tags_live |= 1u << t;
+    pthread_mutex_unlock(&shells_mu);
+    return t;
+}
+
+static void tag_give(uint32_t t)
+{
+    pthread_mutex_lock(&shells_mu);
+    tags_live &= ~(1u << t); /* a tag shared beyond 16 devices goes back early: harmless */
+    pthread_mutex_unlock(&shells_mu);
+}
+
+/* quarantine() ends a destroyed device: its tag goes back, its shell waits in the quarantine and
+ * the oldest shell there is freed. */
+static void quarantine(vidmm_device *dev)
+{
+    dev->magic = VM_DEV_DEAD;
+    tag_give(dev->handle_tag);
+    pthread_mutex_lock(&shells_mu);
+    vidmm_device *old = shells[shells_next];
+    shells[shells_next] = dev;
+    shells_next = (shells_next + 1) % VM_QUARANTINE;
+    pthread_mutex_unlock(&shells_mu);
+    free(old);
+}
+
+int vm_refuse_dev(const vidmm_device *dev, const char *call)
+{
+    if (dev == NULL)
+        return vidmm_refuse(call, "dev", "NULL", "device.h");
+    if (!vidmm_log_enabled(VIDMM_LOG_DEBUG))
+        return VIDMM_E_INVALID_ARG;
+    if (dev->magic == VM_DEV_DEAD)
+        vidmm_log(VIDMM_LOG_DEBUG, "%s: dev: %p was destroyed (spec device.h)", call, (const void *)dev);
+    else
+        vidmm_log(VIDMM_LOG_DEBUG, "%s: dev: %p is not a live device (magic 0x%x, not 0x%x) (spec device.h)", call,
+                  (const void *)dev, dev->magic, VM_DEV_LIVE);
+    return VIDMM_E_INVALID_ARG;
+}
+
+/* device_release() releases everything a device holds but its struct. */
+static void device_release(vidmm_device *dev)
 {
     vm_swap_close(dev);
     vm_instance_cache_free(dev);
@@ -196,7 +272,6 @@ static void device_free(vidmm_device *dev)
     pthread_cond_destroy(&dev->io_cv);
     pthread_cond_destroy(&dev->fence_cv);
     pthread_mutex_destroy(&dev->mu);
-    free(dev);
 }
 
 int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out)
@@ -209,6 +284,7 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     vidmm_device *dev = calloc(1, sizeof *dev);
     if (!dev)
         return VIDMM_E_NO_MEMORY;
+    dev->handle_tag = tag_take();
     pthread_mutex_init(&dev->mu, NULL);
     pthread_cond_init(&dev->fence_cv, NULL);
     pthread_cond_init(&dev->paging_cv, NULL);
@@ -270,16 +346,21 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
         goto fail;
     if ((err = vm_paging_start(dev, desc->paging_threads)) != 0)
         goto fail;
+    dev->magic = VM_DEV_LIVE;
     *out = dev;
     return 0;
 fail:
-    device_free(dev);
+    device_release(dev);
+    tag_give(dev->handle_tag); /* never seen by the caller: no shell to keep */
+    free(dev);
     return err;
 }
 
 void vidmm_device_destroy(vidmm_device *dev)
 {
     if (!dev)
+        return;
+    if (vm_dev_check(dev, __func__))
         return;
     /* The GPU is gone with the device: nothing waits for its fences any more (paging that
      * would, and blocked callers, see the device removed), and what is still queued is
@@ -304,11 +385,13 @@ void vidmm_device_destroy(vidmm_device *dev)
         }
     }
     pthread_mutex_unlock(&dev->mu);
-    device_free(dev);
+    device_release(dev);
+    quarantine(dev);
 }
 
 int vidmm_device_remove(vidmm_device *dev)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
@@ -334,8 +417,8 @@ int vidmm_device_remove(vidmm_device *dev)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Handles: a table of instances; a handle is (generation << 24) | index, index >= 1, so a
- * stale handle of a reused slot is refused.
+ * Handles: a table of instances; a handle is (generation << 24) | (device tag << 20) | index,
+ * index >= 1, so a stale handle of a reused slot, or one of another device, is refused.
  * ------------------------------------------------------------------------------------------- */
 int vm_handle_new(vidmm_device *dev, struct vm_alloc *a)
 {
@@ -366,7 +449,7 @@ int vm_handle_new(vidmm_device *dev, struct vm_alloc *a)
         i = ++dev->table_top;
     }
     dev->table[i] = a;
-    a->handle = ((uint32_t)dev->gen[i] << VM_HANDLE_INDEX_BITS) | i;
+    a->handle = ((uint32_t)dev->gen[i] << VM_HANDLE_GEN_SHIFT) | (dev->handle_tag << VM_HANDLE_INDEX_BITS) | i;
     dev->live++;
     return 0;
 }
@@ -401,7 +484,9 @@ int vm_check_handles_(vidmm_device *dev, const vidmm_handle *h, uint32_t n, cons
 int vm_refuse_handle(const char *call, vidmm_handle h)
 {
     if (vidmm_log_enabled(VIDMM_LOG_DEBUG))
-        vidmm_log(VIDMM_LOG_DEBUG, "%s: handle: 0x%x names no live allocation (spec 15.11)", call, h);
+        vidmm_log(VIDMM_LOG_DEBUG, "%s: handle: 0x%x (index %u, device tag %u, generation %u) names no live "
+                                   "allocation of this device (spec 15.11)", call, h, h & VM_HANDLE_INDEX_MASK,
+                  (h >> VM_HANDLE_INDEX_BITS) & (VM_HANDLE_TAGS - 1u), h >> VM_HANDLE_GEN_SHIFT);
     return VIDMM_E_INVALID_ARG;
 }
 
@@ -437,6 +522,7 @@ int vm_cond_wait(vidmm_device *dev, pthread_cond_t *cv, const struct timespec *d
 
 int vidmm_fence_signal(vidmm_device *dev, uint64_t fence)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);
@@ -455,6 +541,8 @@ int vidmm_fence_signal(vidmm_device *dev, uint64_t fence)
 
 uint64_t vidmm_fence_completed(vidmm_device *dev)
 {
+    if (vm_dev_check(dev, __func__))
+        return 0;
     if (!dev)
         return 0;
     pthread_mutex_lock(&dev->mu);
@@ -465,6 +553,7 @@ uint64_t vidmm_fence_completed(vidmm_device *dev)
 
 int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     struct timespec dl;
@@ -496,6 +585,7 @@ int vidmm_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
  * ------------------------------------------------------------------------------------------- */
 int vidmm_get_stats(vidmm_device *dev, struct vidmm_stats *out)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !out || out->size_of < sizeof *out)
         return vidmm_refuse(__func__, !dev ? "dev" : "out", "NULL, or size_of too small", "device.h");
     pthread_mutex_lock(&dev->mu);
@@ -519,6 +609,8 @@ int vidmm_get_stats(vidmm_device *dev, struct vidmm_stats *out)
 
 size_t vidmm_paging_log_read(vidmm_device *dev, struct vidmm_paging_op *out, size_t max)
 {
+    if (vm_dev_check(dev, __func__))
+        return 0;
     if (!dev || !out)
         return 0;
     pthread_mutex_lock(&dev->mu);

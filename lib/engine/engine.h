@@ -33,8 +33,17 @@
 /* The disk tier's states of an allocation (lib/engine/swap.c). */
 enum vm_swap_state { VM_SWAP_NONE = 0, VM_SWAP_WRITING, VM_SWAP_RELEASING, VM_SWAP_ON_DISK, VM_SWAP_READING };
 #define VM_MAX_THREADS 64u
-#define VM_HANDLE_INDEX_BITS 24u
+/* A handle is generation (8 bits) | device tag (4 bits) | index (20 bits), index >= 1 (device.c
+ * vm_handle_new()): a stale handle of a reused slot differs in its generation, one of another
+ * device in its tag, and vm_lookup() refuses both with the one compare of the whole handle. */
+#define VM_HANDLE_INDEX_BITS 20u
 #define VM_HANDLE_INDEX_MASK ((1u << VM_HANDLE_INDEX_BITS) - 1u)
+#define VM_HANDLE_TAG_BITS 4u
+#define VM_HANDLE_GEN_SHIFT (VM_HANDLE_INDEX_BITS + VM_HANDLE_TAG_BITS)
+/* struct vidmm_device's 'magic': VM_DEV_LIVE from vidmm_device_create() to vidmm_device_destroy(),
+ * VM_DEV_DEAD after it, while the device's shell waits in the quarantine (device.c). */
+#define VM_DEV_LIVE 0x4d4d4456u  /* "VDMM" */
+#define VM_DEV_DEAD 0x44414544u  /* "DEAD" */
 
 struct vm_alloc;
 
@@ -253,6 +262,8 @@ struct vm_wtracks {
 #define VM_NCLS 3u
 
 struct vidmm_device {
+    uint32_t magic;             /* VM_DEV_LIVE, VM_DEV_DEAD once destroyed (vm_dev_check()) */
+    uint32_t handle_tag;        /* this device's tag in its handles, 0..15 (vm_handle_new()) */
     pthread_mutex_t mu;
     pthread_cond_t fence_cv;    /* submission fences progressed */
     pthread_cond_t paging_cv;   /* paging progressed, or the queue got work */
@@ -356,6 +367,22 @@ struct vidmm_device {
 };
 
 /* device.c */
+/* vm_dev_check(): 0 for a live device; for NULL, or a device destroyed (its shell still in the
+ * quarantine: device.h says how long), the refusal's line and VIDMM_E_INVALID_ARG. Every public
+ * call taking a device calls it before anything else touches the device: one compare. */
+int vm_refuse_dev(const vidmm_device *dev, const char *call);
+static inline int vm_dev_check(const vidmm_device *dev, const char *call)
+{
+    if (VIDMM_LIKELY(dev != NULL && dev->magic == VM_DEV_LIVE))
+        return 0;
+    return vm_refuse_dev(dev, call);
+}
+#define VM_DEV_CHECK(dev)                                                                          \
+    do {                                                                                           \
+        int dev_err_ = vm_dev_check(dev, __func__);                                                \
+        if (dev_err_)                                                                              \
+            return dev_err_;                                                                       \
+    } while (0)
 /* vm_lookup(): the live instance 'h' names, NULL if none (inline: residency calls look up
  * thousands in a row). */
 static inline struct vm_alloc *vm_lookup(vidmm_device *dev, vidmm_handle h)

@@ -354,6 +354,7 @@ static int enter(vidmm_va_space *sp)
 
 int vidmm_va_space_create(vidmm_device *dev, uint32_t process, vidmm_va_space **out)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !out)
         return REFUSE(__func__, !dev ? "dev" : "out", "NULL", "wddm2.h");
     int err = vm_w2_enter(dev, __func__);
@@ -568,6 +569,8 @@ int vidmm_va_submit(vidmm_va_space *sp, const struct vidmm_va_ref *refs, uint32_
 {
     if (!sp || !refs)
         return REFUSE(__func__, !sp ? "sp" : "refs", "NULL", "wddm2.h");
+    if (!fence) /* as vidmm_submit(): the work's fence is the only way to end its use */
+        return REFUSE(__func__, "fence", "NULL: the submission's fence must be returned to be signalled", "wddm2.h");
     if (count == 0 || count > VA_MAX_REFS)
         return REFUSE(__func__, "count", "0 or above 65536", "wddm2.h");
     if (flags)
@@ -670,8 +673,7 @@ retry:
             vm_touch(dev, a);
         }
         dev->st.submissions++;
-        if (fence)
-            *fence = f;
+        *fence = f;
     }
     release(dev, u, nu);
 out:

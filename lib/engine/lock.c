@@ -1313,6 +1313,7 @@ out:
 
 int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !args)
         return vidmm_refuse(__func__, !dev ? "dev" : "args", "NULL", "device.h");
     return lock_impl(dev, args, NULL);
@@ -1320,6 +1321,7 @@ int vidmm_lock(vidmm_device *dev, struct vidmm_lock_args *args)
 
 int vidmm_lock_region(vidmm_device *dev, struct vidmm_lock_args *args, struct vidmm_lock_region *region)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !args || !region)
         return vidmm_refuse(__func__, !dev ? "dev" : !args ? "args" : "region", "NULL", "device.h");
     if (region->size_of < sizeof *region)
@@ -1713,6 +1715,7 @@ static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
 
 int vidmm_unlock(vidmm_device *dev, uint32_t count, const vidmm_handle *handles)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !handles || count == 0)
         return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count 0", "15.12");
     pthread_mutex_lock(&dev->mu);

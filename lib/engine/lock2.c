@@ -81,6 +81,7 @@ static int placement_rule(const vidmm_device *dev, const struct vm_alloc *a)
 
 int vidmm_wddm2_lock2(vidmm_device *dev, uint32_t process, vidmm_handle h, uint32_t flags, void **data)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_lock2";
     if (!dev || !data)
         return vidmm_refuse(call, !dev ? "dev" : "data", "NULL", "wddm2.h");
@@ -190,6 +191,7 @@ out:
 
 int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_unlock2";
     if (!dev)
         return vidmm_refuse(call, "dev", "NULL", "wddm2.h");
@@ -239,6 +241,7 @@ static void set_pinned(struct vm_alloc *a, bool pinned)
 
 int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_alloc_property_args *args)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_update_alloc_property";
     if (!dev || !args || args->size_of < sizeof *args)
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");

@@ -269,6 +269,7 @@ void vm_offer_after_submit(vidmm_device *dev, struct vm_alloc *a, uint32_t prio)
 
 int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_offer";
     if (!dev || !args || args->size_of < sizeof *args)
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
@@ -375,6 +376,7 @@ static bool refill(const struct vm_alloc *a)
 
 int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_reclaim";
     if (!dev || !args || (args->size_of != VIDMM_RECLAIM_ARGS_V1_SIZE && args->size_of < sizeof *args))
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");

@@ -128,6 +128,7 @@ uint64_t vm_pq_issue(vidmm_device *dev, struct vidmm_paging_queue *q, struct vm_
  * ------------------------------------------------------------------------------------------- */
 int vidmm_paging_queue_create(vidmm_device *dev, uint32_t process, int32_t priority, vidmm_paging_queue **out)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_paging_queue_create";
     if (!dev || !out)
         return vidmm_refuse(call, !dev ? "dev" : "out", "NULL", "wddm2.h");

@@ -719,6 +719,7 @@ static int place(vidmm_device *dev, struct vm_alloc *a, const uint32_t *ids, con
  * ------------------------------------------------------------------------------------------- */
 int vidmm_evict(vidmm_device *dev, const vidmm_handle *handles, uint32_t count)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !handles || count == 0)
         return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count 0", "device.h");
 #ifdef VIDMM_BENCH_SELFTEST_SLOWDOWN

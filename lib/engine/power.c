@@ -138,6 +138,7 @@ static uint64_t overwrite(vidmm_device *dev, struct vm_segment *s, const struct 
 
 int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_power_transition";
     if (!dev || !args || args->size_of < sizeof *args)
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");

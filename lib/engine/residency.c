@@ -376,6 +376,7 @@ static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args
 
 int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args *args)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_make_resident";
     if (!dev || !args || (args->size_of != VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE && args->size_of < sizeof *args))
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
@@ -569,6 +570,7 @@ static void evict_now(vidmm_device *dev, struct vm_alloc *a, bool not_written)
 
 int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_evict";
     if (!dev || !args || args->size_of < sizeof *args)
         return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
@@ -607,6 +609,7 @@ int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
 int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, uint32_t *status,
                                 uint32_t *refs)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_query_residency";
     if (!dev || !handles || !status || count == 0 || count > MAX_LIST)
         return vidmm_refuse(call, !dev ? "dev" : !handles ? "handles" : !status ? "status" : "count",
@@ -627,6 +630,8 @@ int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, 
 
 uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev)
 {
+    if (vm_dev_check(dev, __func__))
+        return 0;
     if (!dev)
         return 0;
     pthread_mutex_lock(&dev->mu);
@@ -637,6 +642,7 @@ uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev)
 
 int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_paging_fence_wait";
     if (!dev)
         return vidmm_refuse(call, "dev", "NULL", "wddm2.h");
@@ -758,6 +764,7 @@ static void notes_deliver(vidmm_device *dev, struct bnotes *b)
 int vidmm_wddm2_register_budget_callback(vidmm_device *dev, uint32_t process, vidmm_budget_callback cb, void *arg,
                                          uint64_t *cookie)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_register_budget_callback";
     if (!dev || !cb || !cookie)
         return vidmm_refuse(call, !dev ? "dev" : !cb ? "cb" : "cookie", "NULL", "wddm2.h");
@@ -787,6 +794,7 @@ int vidmm_wddm2_register_budget_callback(vidmm_device *dev, uint32_t process, vi
 
 int vidmm_wddm2_unregister_budget_callback(vidmm_device *dev, uint64_t cookie)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_unregister_budget_callback";
     if (!dev)
         return vidmm_refuse(call, "dev", "NULL", "wddm2.h");
@@ -812,6 +820,7 @@ int vidmm_wddm2_unregister_budget_callback(vidmm_device *dev, uint64_t cookie)
 
 int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_set_budget";
     if (!dev || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_refuse(call, !dev ? "dev" : "group", "NULL, or not LOCAL / NON_LOCAL", "15.22");
@@ -838,6 +847,7 @@ int vidmm_wddm2_set_budget(vidmm_device *dev, uint32_t process, uint32_t group, 
 
 int vidmm_wddm2_last_fault(vidmm_device *dev, struct vidmm_gpu_fault *out)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !out || out->size_of < sizeof *out)
         return vidmm_refuse("vidmm_wddm2_last_fault", !dev ? "dev" : "out", "NULL, or size_of too small", "wddm2.h");
     pthread_mutex_lock(&dev->mu);
@@ -866,6 +876,7 @@ static uint64_t available(const vidmm_device *dev, ptrdiff_t pi, uint32_t group)
 int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process, uint32_t group,
                                    struct vidmm_video_memory_info *out)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_query_video_memory";
     if (!dev || !out || out->size_of < sizeof *out || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_refuse(call, !dev ? "dev" : !out ? "out" : out->size_of < sizeof *out ? "out->size_of" : "group",
@@ -886,6 +897,7 @@ int vidmm_wddm2_query_video_memory(vidmm_device *dev, uint32_t process, uint32_t
 
 int vidmm_wddm2_change_reservation(vidmm_device *dev, uint32_t process, uint32_t group, uint64_t bytes)
 {
+    VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_change_reservation";
     if (!dev || group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_refuse(call, !dev ? "dev" : "group", "NULL, or not LOCAL / NON_LOCAL", "15.22");

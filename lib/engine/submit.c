@@ -445,8 +445,12 @@ static inline void touch_listed(vidmm_device *dev, struct vm_alloc *a, struct vm
 int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t count, uint32_t flags,
                  struct vidmm_residency *where, uint64_t *fence)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !refs)
         return vidmm_refuse(__func__, !dev ? "dev" : "refs", "NULL", "device.h");
+    if (!fence) /* its work would keep its allocations busy under a fence no caller could signal */
+        return vidmm_refuse(__func__, "fence", "NULL: the submission's fence must be returned to be signalled",
+                            "device.h");
     if (count == 0 || count > VM_MAX_REFS)
         return vidmm_refuse(__func__, "count", "0 or above 65536", "device.h");
     if (flags & ~VIDMM_SUBMIT_DONOT_WAIT)
@@ -483,8 +487,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
                 fill_residency(a, &where[i]);
         }
         dev->st.submissions++;
-        if (fence)
-            *fence = f;
+        *fence = f;
         if (dev->hold_waiters)
             pthread_cond_broadcast(&dev->paging_cv); /* as hold(-1) */
         vm_unlock_and_page(dev);
@@ -543,8 +546,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
             vm_offer_after_submit(dev, a, refs[i].flags >> VIDMM_REF_OFFER_PRIORITY_SHIFT);
     }
     dev->st.submissions++;
-    if (fence)
-        *fence = f;
+    *fence = f;
     hold(dev, refs, count, -1); /* after the fence: busy from here on */
     vm_unlock_and_page(dev);
     return 0;
@@ -552,6 +554,7 @@ int vidmm_submit(vidmm_device *dev, const struct vidmm_alloc_ref *refs, uint32_t
 
 int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, struct vidmm_residency *where)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !handles || count == 0 || count > VM_MAX_REFS)
         return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : "count", "NULL, or count not in 1..65536",
                             "device.h");
@@ -622,6 +625,7 @@ int vidmm_make_resident(vidmm_device *dev, const vidmm_handle *handles, uint32_t
 
 int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *buf, size_t n, bool write)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !vidmm_range_ok(buf, n))
         return vidmm_refuse(__func__, !dev ? "dev" : "buf", "NULL, or a range that wraps", "device.h");
     int err;
@@ -684,6 +688,7 @@ out:
 
 int vidmm_invalidate_cache(vidmm_device *dev, vidmm_handle h, uint64_t offset, uint64_t n)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     int err;

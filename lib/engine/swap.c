@@ -482,6 +482,7 @@ void vm_swap_forget(vidmm_device *dev, struct vm_alloc *a)
 int vidmm_make_resident_async(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
                               uint64_t *paging_fence)
 {
+    VM_DEV_CHECK(dev);
     if (!dev || !handles || count == 0 || count > 65536 || !paging_fence)
         return vidmm_refuse(__func__, !dev ? "dev" : !handles ? "handles" : !paging_fence ? "paging_fence" : "count",
                             "NULL, or count not in 1..65536", "device.h");
@@ -512,6 +513,8 @@ int vidmm_make_resident_async(vidmm_device *dev, const vidmm_handle *handles, ui
 
 uint64_t vidmm_paging_fence_completed(vidmm_device *dev)
 {
+    if (vm_dev_check(dev, __func__))
+        return 0;
     if (!dev)
         return 0;
     pthread_mutex_lock(&dev->mu);
@@ -522,6 +525,7 @@ uint64_t vidmm_paging_fence_completed(vidmm_device *dev)
 
 int vidmm_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_ns)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     struct timespec dl;
@@ -540,6 +544,7 @@ int vidmm_paging_fence_wait(vidmm_device *dev, uint64_t fence, uint64_t timeout_
 
 int vidmm_trim_to_budget(vidmm_device *dev, bool wait)
 {
+    VM_DEV_CHECK(dev);
     if (!dev)
         return vidmm_refuse(__func__, "dev", "NULL", "device.h");
     pthread_mutex_lock(&dev->mu);

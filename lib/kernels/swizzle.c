@@ -2,6 +2,8 @@
 /* lib/kernels/swizzle.c - the swizzle engine's descriptors: checks common to every tiling,
  * surface sizes and subresources, and the pitch-linear family. The walks that move bytes are in
  * swizzle_walk.c, plans and the public copy calls in swizzle_plan.c (swizzle_internal.h). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include "common/internal.h"
 #include "kernels/swizzle_internal.h"
@@ -26,29 +28,80 @@ static const struct vidmm_swz_family *family_of(enum vidmm_tiling t)
     }
 }
 
+/* refuse_surface() is the line of a surface a family refuses (its check(), total() or
+ * resolve()): the layout's fields and the surface's, and what broke - 'what' - as INVALID_ARG
+ * (a field out of the tiling's range, or a size beyond 64 bits) or UNSUPPORTED (a combination
+ * tiling.md does not define). The families' rules are listed where each family's check() is. */
+static int refuse_surface(const struct vidmm_swz_surface *s, int err, const char *what)
+{
+    const struct vidmm_tile_layout *l = &s->layout;
+    return vidmm_swz_refuse(err, s->call, "layout, surface", "tiling %u (flags 0x%x, block_height %u, block_depth %u, "
+                            "pitch %u, swizzle_unit %u, amd_swizzle_mode %u) of %ux%ux%u, %u-byte elements in "
+                            "%ux%u blocks, %u mips, %u layers: %s (spec tiling.md)",
+                            (unsigned)l->tiling, l->flags, l->block_height, l->block_depth, l->pitch,
+                            l->swizzle_unit, l->amd_swizzle_mode, s->width, s->height, s->depth, s->elem, s->bw,
+                            s->bh, s->mips, s->layers,
+                            err == VIDMM_E_UNSUPPORTED ? "a combination the spec does not define"
+                                                       : what);
+}
+
 /* load() validates what every tiling shares and copies the descriptors into '*s'. The limits:
  * elements of 1..16 bytes (tiling.md conventions), compressed blocks of 1..16 pixels a side,
  * no more mips than the largest extent allows, and 3D textures without array layers (no API
  * the layouts come from has 3D arrays). */
-static int load(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+int vidmm_swz_refuse(int err, const char *call, const char *field, const char *fmt, ...)
+{
+    char rule[384];
+    va_list ap;
+
+    if (!vidmm_log_enabled(VIDMM_LOG_DEBUG))
+        return err;
+    va_start(ap, fmt);
+    vsnprintf(rule, sizeof(rule), fmt, ap);
+    va_end(ap);
+    vidmm_log(VIDMM_LOG_DEBUG, "%s: %s: %s", call, field, rule);
+    return err;
+}
+
+/* vidmm_swz_check_desc() (swizzle_internal.h) refuses NULL or short descriptors. */
+int vidmm_swz_check_desc(const char *call, const struct vidmm_tile_layout *layout,
+                         const struct vidmm_surface_desc *surface)
+{
+    if (layout == NULL || surface == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, layout == NULL ? "layout" : "surface", "NULL (spec swizzle.h)");
+    if (layout->size < VIDMM_SWZ_LAYOUT_V0_SIZE)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "layout->size", "%zu, below the first version's %zu: "
+                                "use VIDMM_TILE_LAYOUT_INIT() (spec swizzle.h)", layout->size,
+                                (size_t)VIDMM_SWZ_LAYOUT_V0_SIZE);
+    if (surface->size < VIDMM_SWZ_SURFACE_V0_SIZE)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "surface->size", "%zu, below the first version's %zu "
+                                "(spec swizzle.h)", surface->size, (size_t)VIDMM_SWZ_SURFACE_V0_SIZE);
+    return 0;
+}
+
+static int load(const char *call, const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                 struct vidmm_swz_surface *s, const struct vidmm_swz_family **fam)
 {
-    if (layout == NULL || surface == NULL || layout->size < VIDMM_SWZ_LAYOUT_V0_SIZE ||
-        surface->size < VIDMM_SWZ_SURFACE_V0_SIZE)
-        return VIDMM_E_INVALID_ARG;
+    int err;
+    if ((err = vidmm_swz_check_desc(call, layout, surface)) < 0)
+        return err;
     memset(s, 0, sizeof(*s));
+    s->call = call;
     memcpy(&s->layout, layout, VIDMM_SWZ_LAYOUT_V0_SIZE);
     s->layout.size = sizeof(s->layout);
     *fam = family_of(s->layout.tiling);
     if (*fam == NULL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "layout->tiling", "%u is not a VIDMM_TILING_* value "
+                                "(spec swizzle.h)", (unsigned)s->layout.tiling);
     if (s->layout.tiling == VIDMM_TILING_EQUATION) {
         if (s->layout.equation == NULL)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "layout->equation", "NULL with VIDMM_TILING_EQUATION "
+                                    "(spec swizzle.h)");
         s->eq = *s->layout.equation;
         s->layout.equation = &s->eq;
     } else if (s->layout.equation != NULL) {
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "layout->equation", "set for tiling %u, which takes none: "
+                                "fields a tiling does not use must be 0 (spec swizzle.h)", (unsigned)s->layout.tiling);
     }
 
     s->width = surface->width;
@@ -59,11 +112,21 @@ static int load(const struct vidmm_tile_layout *layout, const struct vidmm_surfa
     s->bh = surface->block_height;
     s->mips = surface->mip_levels;
     s->layers = surface->array_layers;
-    if (s->width == 0 || s->height == 0 || s->depth == 0 || s->elem == 0 || s->elem > 16 || s->bw == 0 ||
-        s->bw > 16 || s->bh == 0 || s->bh > 16 || s->mips == 0 || s->layers == 0)
-        return VIDMM_E_INVALID_ARG;
+    if (s->width == 0 || s->height == 0 || s->depth == 0)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "surface->width, height, depth", "%ux%ux%u: each must be "
+                                "1 or more (spec swizzle.h)", s->width, s->height, s->depth);
+    if (s->elem == 0 || s->elem > 16)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "surface->element_bytes", "%u, not in 1..16 "
+                                "(spec swizzle.h)", s->elem);
+    if (s->bw == 0 || s->bw > 16 || s->bh == 0 || s->bh > 16)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "surface->block_width, block_height", "%ux%u, not in "
+                                "1..16 a side (1 x 1 when uncompressed) (spec swizzle.h)", s->bw, s->bh);
+    if (s->mips == 0 || s->layers == 0)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, s->mips == 0 ? "surface->mip_levels" : "surface->array_layers",
+                                "0, not 1 or more (spec swizzle.h)");
     if (s->depth > 1 && s->layers > 1)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "surface->array_layers", "%u with depth %u: a 3D texture "
+                                "has no array layers (spec swizzle.h)", s->layers, s->depth);
     uint32_t largest = s->width > s->height ? s->width : s->height;
     if (s->depth > largest)
         largest = s->depth;
@@ -73,8 +136,11 @@ static int load(const struct vidmm_tile_layout *layout, const struct vidmm_surfa
     while (((uint64_t)largest >> chain) != 0)
         chain++;
     if (s->mips > chain)
-        return VIDMM_E_INVALID_ARG;
-    return (*fam)->check(s);
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "surface->mip_levels", "%u, above the %u of a full chain "
+                                "from %ux%ux%u (spec swizzle.h)", s->mips, chain, s->width, s->height, s->depth);
+    if ((err = (*fam)->check(s)) < 0)
+        return s->refused ? err : refuse_surface(s, err, "a field out of its tiling's range");
+    return 0;
 }
 
 /* linear_layout() computes the packed linear offset of (mip, layer) and, with mip == mips and
@@ -237,7 +303,9 @@ int vidmm_swz_prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_
                       uint32_t layer, struct vidmm_swz_mip *m)
 {
     if (mip >= s->mips || layer >= s->layers)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, s->call, mip >= s->mips ? "mip" : "layer", "mip %u, layer %u: "
+                                "outside the surface's %u mips and %u layers (spec swizzle.h)", mip, layer, s->mips,
+                                s->layers);
     memset(m, 0, sizeof(*m));
     m->s = s;
     m->mip = mip;
@@ -248,10 +316,10 @@ int vidmm_swz_prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_
     m->elem = s->elem;
     int err = linear_offset(s, mip, layer, &m->linear_offset);
     if (err < 0)
-        return err;
+        return refuse_surface(s, err, "a packed linear offset beyond 64 bits");
     err = fam->resolve(s, mip, layer, m);
     if (err < 0)
-        return err;
+        return refuse_surface(s, err, "the subresource cannot be addressed");
     /* A tile description outside the tables' bounds would index past them: walk with addr()
      * instead (a family bug, caught by the tests that compare the two walks). */
     const struct vidmm_swz_tiles *t = &m->tiles;
@@ -268,17 +336,21 @@ int vidmm_swz_prepare(const struct vidmm_swz_surface *s, const struct vidmm_swz_
         m->tiles.lines = lines16_ok(&m->tiles) || qlines8_ok(&m->tiles);
         m->tiles.span_mask = span_mask(&m->tiles);
     }
-    return m->addr != NULL && m->run_log2 <= 40 ? 0 : VIDMM_E_UNSUPPORTED;
+    return m->addr != NULL && m->run_log2 <= 40 ? 0 : refuse_surface(s, VIDMM_E_UNSUPPORTED, "");
 }
 
 /* vidmm_swz_open() (swizzle_internal.h). */
-int vidmm_swz_open(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+int vidmm_swz_open(const char *call, const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                    struct vidmm_swz_surface *s, const struct vidmm_swz_family **fam, uint64_t *lin, uint64_t *total)
 {
     int err;
-    if ((err = load(layout, surface, s, fam)) < 0 || (err = linear_total(s, lin)) < 0)
+    if ((err = load(call, layout, surface, s, fam)) < 0)
         return err;
-    return (*fam)->total(s, total);
+    if ((err = linear_total(s, lin)) < 0)
+        return refuse_surface(s, err, "its packed linear size overflows 64 bits");
+    if ((err = (*fam)->total(s, total)) < 0)
+        return refuse_surface(s, err, "its tiled size overflows 64 bits");
+    return 0;
 }
 
 /* surface_size() answers both size queries; the tiled size is always computed, because a surface
@@ -286,14 +358,15 @@ int vidmm_swz_open(const struct vidmm_tile_layout *layout, const struct vidmm_su
 static int surface_size(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                         uint64_t *bytes, bool tiled)
 {
+    const char *call = tiled ? "vidmm_surface_tiled_size" : "vidmm_surface_linear_size";
     struct vidmm_swz_surface s;
     const struct vidmm_swz_family *fam;
     uint64_t lin, total;
     int err;
 
     if (bytes == NULL)
-        return VIDMM_E_INVALID_ARG;
-    if ((err = vidmm_swz_open(layout, surface, &s, &fam, &lin, &total)) < 0)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "bytes", "NULL (spec swizzle.h)");
+    if ((err = vidmm_swz_open(call, layout, surface, &s, &fam, &lin, &total)) < 0)
         return err;
     *bytes = tiled ? total : lin;
     return 0;
@@ -321,8 +394,10 @@ int vidmm_surface_subresource(const struct vidmm_tile_layout *layout, const stru
     int err;
 
     if (info == NULL || info->size < SUBRES_V0_SIZE)
-        return VIDMM_E_INVALID_ARG;
-    if ((err = vidmm_swz_open(layout, surface, &s, &fam, &lin, &total)) < 0 ||
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, info == NULL ? "info" : "info->size",
+                                "NULL, or below the first version's %zu bytes (spec swizzle.h)",
+                                (size_t)SUBRES_V0_SIZE);
+    if ((err = vidmm_swz_open(__func__, layout, surface, &s, &fam, &lin, &total)) < 0 ||
         (err = vidmm_swz_prepare(&s, fam, mip, layer, &m)) < 0)
         return err;
     size_t size = info->size;
@@ -348,13 +423,18 @@ int vidmm_surface_subresource(const struct vidmm_tile_layout *layout, const stru
 static int linear_check(struct vidmm_swz_surface *s)
 {
     const struct vidmm_tile_layout *l = &s->layout;
+    s->refused = true; /* each refusal below logs its own line */
     if (l->flags || l->block_height || l->block_depth || l->swizzle_unit || l->amd_swizzle_mode)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, s->call, "layout", "LINEAR with flags, block_height, "
+                                "block_depth, swizzle_unit or amd_swizzle_mode not 0 (spec swizzle.h)");
     if (l->pitch != 0) {
-        if (s->mips != 1 || s->layers != 1)
-            return VIDMM_E_UNSUPPORTED; /* a pitch for every mip is not a layout the spec defines */
-        if ((uint64_t)l->pitch < (uint64_t)vidmm_swz_mip_dim(s->width, s->bw, 0) * s->elem)
-            return VIDMM_E_INVALID_ARG;
+        if (s->mips != 1 || s->layers != 1) /* a pitch for every mip is not a layout the spec defines */
+            return vidmm_swz_refuse(VIDMM_E_UNSUPPORTED, s->call, "layout->pitch", "%u with %u mips and %u layers: "
+                                    "a pitch is for one subresource (spec swizzle.h)", l->pitch, s->mips, s->layers);
+        uint64_t row = (uint64_t)vidmm_swz_mip_dim(s->width, s->bw, 0) * s->elem;
+        if ((uint64_t)l->pitch < row)
+            return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, s->call, "layout->pitch", "%u, below the row's %llu bytes "
+                                    "(spec swizzle.h)", l->pitch, (unsigned long long)row);
     }
     return 0;
 }

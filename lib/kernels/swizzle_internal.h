@@ -25,6 +25,8 @@ struct vidmm_swz_surface {
     uint32_t elem;                       /* element bytes */
     uint32_t bw, bh;                     /* compressed block in pixels */
     uint32_t mips, layers;
+    const char *call;                    /* the public call that opened it, for refusal lines */
+    bool refused;                        /* a family's check() logged its refusal's line itself */
     /* Family-private results of check(), read by total() and resolve() of the same call, so that
      * work such as analysing an equation happens once per call rather than three times. */
     bool priv_valid;
@@ -120,9 +122,20 @@ extern const struct vidmm_swz_family vidmm_swz_equation;      /* swizzle_eq.c: D
     (offsetof(struct vidmm_tile_layout, equation) + sizeof(const struct vidmm_equation *))
 #define VIDMM_SWZ_SURFACE_V0_SIZE (offsetof(struct vidmm_surface_desc, array_layers) + sizeof(uint32_t))
 
-/* vidmm_swz_open() is the start of every public call: load and check the descriptors into '*s',
- * then the packed linear size ('*lin') and the tiled size ('*total'), each checked for overflow. */
-int vidmm_swz_open(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
+/* vidmm_swz_refuse() is how a swizzle call refuses, as vidmm_refuse() (common/internal.h) is
+ * the engine's: one VIDMM_LOG_DEBUG line "<call>: <field>: <rule, with the values> (spec
+ * <where>)" - 'fmt' formats the rule and its citation - and 'err' returned. Only refusals call
+ * it: the copies' path pays nothing for it. */
+int vidmm_swz_refuse(int err, const char *call, const char *field, const char *fmt, ...) VIDMM_PRINTF(4, 5);
+
+/* vidmm_swz_check_desc() refuses NULL descriptors and ones shorter than their first version. */
+int vidmm_swz_check_desc(const char *call, const struct vidmm_tile_layout *layout,
+                         const struct vidmm_surface_desc *surface);
+
+/* vidmm_swz_open() is the start of every public call ('call', named in refusal lines): load and
+ * check the descriptors into '*s', then the packed linear size ('*lin') and the tiled size
+ * ('*total'), each checked for overflow. */
+int vidmm_swz_open(const char *call, const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                    struct vidmm_swz_surface *s, const struct vidmm_swz_family **fam, uint64_t *lin, uint64_t *total);
 
 /* vidmm_swz_prepare() resolves subresource (mip, layer) of an opened surface into '*m' (which

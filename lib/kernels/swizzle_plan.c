@@ -30,11 +30,11 @@ static bool ranges_overlap(const void *a, uint64_t na, const void *b, uint64_t n
 
 /* plan_build() opens the surface and resolves subresource (mip, layer) - or, for a whole-surface
  * plan, mip 0 of layer 0 - into 'p', in place. */
-static int plan_build(struct vidmm_swizzle_plan *p, const struct vidmm_tile_layout *layout,
+static int plan_build(const char *call, struct vidmm_swizzle_plan *p, const struct vidmm_tile_layout *layout,
                       const struct vidmm_surface_desc *surface, uint32_t mip, uint32_t layer, bool whole)
 {
     int err;
-    if ((err = vidmm_swz_open(layout, surface, &p->s, &p->fam, &p->lin, &p->total)) < 0 ||
+    if ((err = vidmm_swz_open(call, layout, surface, &p->s, &p->fam, &p->lin, &p->total)) < 0 ||
         (err = vidmm_swz_prepare(&p->s, p->fam, whole ? 0 : mip, whole ? 0 : layer, &p->m)) < 0)
         return err;
     p->whole = whole;
@@ -45,17 +45,39 @@ static int plan_build(struct vidmm_swizzle_plan *p, const struct vidmm_tile_layo
 
 /* check_opts() refuses what no copy offers: a backend this machine cannot run, and the
  * strategies of plain copies only. */
-static int check_opts(enum vidmm_backend backend, enum vidmm_strategy strategy)
+static int check_opts(const char *call, enum vidmm_backend backend, enum vidmm_strategy strategy)
 {
     if (backend != VIDMM_BACKEND_AUTO && !vidmm_backend_supported(backend))
-        return VIDMM_E_UNSUPPORTED;
+        return vidmm_swz_refuse(VIDMM_E_UNSUPPORTED, call, "opts->backend", "%s cannot run on this CPU or build "
+                                "(spec kernels.h)", vidmm_backend_to_string(backend));
     if (strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC)
-        return VIDMM_E_UNSUPPORTED;
+        return vidmm_swz_refuse(VIDMM_E_UNSUPPORTED, call, "opts->strategy", "%s is a strategy of plain copies "
+                                "only (spec swizzle.h)", strategy == VIDMM_STRATEGY_LIBC ? "LIBC" : "MOVDIR64B");
     return 0;
 }
 
+/* refuse_buffers() is the line of a copy's buffers refused: NULL, too small, or wrapping the
+ * address space. */
+static int refuse_buffers(const char *call, const unsigned char *tiled, size_t tiled_size, uint64_t need_tiled,
+                          const unsigned char *linear, size_t linear_size, uint64_t need_linear)
+{
+    if (tiled == NULL || linear == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, tiled == NULL ? "tiled" : "linear", "NULL (spec swizzle.h)");
+    if (tiled_size < need_tiled)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "tiled_size", "%zu, below the surface's %llu bytes "
+                                "(vidmm_surface_tiled_size()) (spec swizzle.h)", tiled_size,
+                                (unsigned long long)need_tiled);
+    if (linear_size < need_linear)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "linear_size", "%zu, below the %llu bytes the copy "
+                                "reaches (spec swizzle.h)", linear_size, (unsigned long long)need_linear);
+    return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "tiled, linear", "a buffer of %zu / %llu bytes at %p / %p "
+                            "wraps the address space (spec swizzle.h)", tiled_size, (unsigned long long)need_linear,
+                            (const void *)tiled, (const void *)linear);
+}
+
 /* copy_sub() checks the box and buffers of one subresource copy and runs it. */
-static int copy_sub(const struct vidmm_swizzle_plan *p, const struct vidmm_box *box, unsigned char *tiled,
+static int copy_sub(const char *call, const struct vidmm_swizzle_plan *p, const struct vidmm_box *box,
+                    unsigned char *tiled,
                     size_t tiled_size, unsigned char *linear, size_t linear_size, size_t row_pitch,
                     size_t slice_pitch, enum vidmm_backend backend, enum vidmm_strategy strategy,
                     enum vidmm_swz_dir dir)
@@ -69,21 +91,31 @@ static int copy_sub(const struct vidmm_swizzle_plan *p, const struct vidmm_box *
         b = *box;
     if (b.width == 0 || b.height == 0 || b.depth == 0 || b.x >= mp->w || b.width > mp->w - b.x || b.y >= mp->h ||
         b.height > mp->h - b.y || b.z >= mp->d || b.depth > mp->d - b.z)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "box", "(%u, %u, %u) + %ux%ux%u: empty, or outside mip "
+                                "%u's %ux%ux%u elements (spec swizzle.h)", b.x, b.y, b.z, b.width, b.height, b.depth,
+                                mp->mip, mp->w, mp->h, mp->d);
     if (tiled == NULL || linear == NULL || tiled_size < total)
-        return VIDMM_E_INVALID_ARG;
+        return refuse_buffers(call, tiled, tiled_size, total, linear, linear_size, 0);
     uint64_t row_bytes = (uint64_t)b.width * mp->elem;
-    if (row_pitch < row_bytes || (b.depth > 1 && slice_pitch < (uint64_t)(b.height - 1) * row_pitch + row_bytes))
-        return VIDMM_E_INVALID_ARG;
+    if (row_pitch < row_bytes)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "row_pitch", "%zu, below the box's row of %llu bytes "
+                                "(spec swizzle.h)", row_pitch, (unsigned long long)row_bytes);
+    if (b.depth > 1 && slice_pitch < (uint64_t)(b.height - 1) * row_pitch + row_bytes)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "slice_pitch", "%zu, below the box's slice of %llu bytes "
+                                "(spec swizzle.h)", slice_pitch,
+                                (unsigned long long)((uint64_t)(b.height - 1) * row_pitch + row_bytes));
     /* Bytes of 'linear' the box reaches: the last row of the last slice ends it. */
     if (!vidmm_swz_mul_ok(b.depth - 1, b.depth > 1 ? slice_pitch : 0, &need) ||
         !vidmm_swz_mul_ok(b.height - 1, row_pitch, &t) || !vidmm_swz_add_ok(need, t, &need) ||
-        !vidmm_swz_add_ok(need, row_bytes, &need) || need > linear_size)
-        return VIDMM_E_INVALID_ARG;
-    if (!vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, (size_t)need))
-        return VIDMM_E_INVALID_ARG;
+        !vidmm_swz_add_ok(need, row_bytes, &need))
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, "row_pitch, slice_pitch", "%zu, %zu: the bytes the box "
+                                "reaches overflow 64 bits (spec swizzle.h)", row_pitch, slice_pitch);
+    if (need > linear_size || !vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, (size_t)need))
+        return refuse_buffers(call, tiled, tiled_size, total, linear, linear_size, need);
     if (ranges_overlap(tiled, total, linear, need))
-        return VIDMM_E_OVERLAP;
+        return vidmm_swz_refuse(VIDMM_E_OVERLAP, call, "tiled, linear", "%p + %llu and %p + %llu overlap "
+                                "(spec swizzle.h)", (void *)tiled, (unsigned long long)total, (void *)linear,
+                                (unsigned long long)need);
     vidmm_swz_run(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy,
                   (uint64_t)b.width * mp->elem * b.height * b.depth);
     return 0;
@@ -91,7 +123,7 @@ static int copy_sub(const struct vidmm_swizzle_plan *p, const struct vidmm_box *
 
 /* copy_whole() tiles or untiles every layer and mip. Everything is checked before the first
  * byte moves, so that an error leaves both buffers as they were. */
-static int copy_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, size_t tiled_size,
+static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsigned char *tiled, size_t tiled_size,
                       unsigned char *linear, size_t linear_size, enum vidmm_backend backend,
                       enum vidmm_strategy strategy, enum vidmm_swz_dir dir)
 {
@@ -100,9 +132,11 @@ static int copy_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, 
 
     if (tiled == NULL || linear == NULL || tiled_size < p->total || linear_size < p->lin ||
         !vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, linear_size))
-        return VIDMM_E_INVALID_ARG;
+        return refuse_buffers(call, tiled, tiled_size, p->total, linear, linear_size, p->lin);
     if (ranges_overlap(tiled, p->total, linear, p->lin))
-        return VIDMM_E_OVERLAP;
+        return vidmm_swz_refuse(VIDMM_E_OVERLAP, call, "tiled, linear", "%p + %llu and %p + %llu overlap "
+                                "(spec swizzle.h)", (void *)tiled, (unsigned long long)p->total, (void *)linear,
+                                (unsigned long long)p->lin);
     for (uint32_t layer = 0; layer < p->s.layers; layer++) {
         for (uint32_t mip = 0; mip < p->s.mips; mip++) {
             if ((err = vidmm_swz_prepare(&p->s, p->fam, mip, layer, &m)) < 0)
@@ -188,15 +222,19 @@ static void make_key(const struct vidmm_tile_layout *layout, const struct vidmm_
 
 /* resolve_cached() finds (or builds, in place) this thread's plan of (layout, surface, mip,
  * layer): '*out' stays valid until this thread's next call. */
-static int resolve_cached(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
-                          uint32_t mip, uint32_t layer, const struct vidmm_swizzle_plan **out)
+static int resolve_cached(const char *call, const struct vidmm_tile_layout *layout,
+                          const struct vidmm_surface_desc *surface, uint32_t mip, uint32_t layer,
+                          const struct vidmm_swizzle_plan **out)
 {
     struct swz_key k;
     int err;
 
-    if (layout == NULL || surface == NULL || layout->size < VIDMM_SWZ_LAYOUT_V0_SIZE ||
-        surface->size < VIDMM_SWZ_SURFACE_V0_SIZE)
-        return VIDMM_E_INVALID_ARG;
+    if (VIDMM_UNLIKELY(layout == NULL || surface == NULL || layout->size < VIDMM_SWZ_LAYOUT_V0_SIZE ||
+                       surface->size < VIDMM_SWZ_SURFACE_V0_SIZE))
+    {
+        err = vidmm_swz_check_desc(call, layout, surface);
+        return err < 0 ? err : VIDMM_E_INVALID_ARG;
+    }
     make_key(layout, surface, mip, layer, &k);
     const bool eq = layout->tiling == VIDMM_TILING_EQUATION && layout->equation != NULL;
     for (unsigned j = 0; j < SWZ_CACHE_ENTRIES; j++) {
@@ -213,7 +251,7 @@ static int resolve_cached(const struct vidmm_tile_layout *layout, const struct v
     struct swz_cached *c = &swz_cache.e[i];
     swz_cache.next = (i + 1) % SWZ_CACHE_ENTRIES;
     c->valid = false;
-    if ((err = plan_build(&c->p, layout, surface, mip, layer, false)) < 0)
+    if ((err = plan_build(call, &c->p, layout, surface, mip, layer, false)) < 0)
         return err;
     c->key = k;
     if (eq)
@@ -230,15 +268,17 @@ static int copy_one(const struct vidmm_tile_layout *layout, const struct vidmm_s
                     size_t tiled_size, unsigned char *linear, size_t linear_size, size_t row_pitch,
                     size_t slice_pitch, const struct vidmm_kernel_opts *opts, enum vidmm_swz_dir dir)
 {
+    const char *call = dir == VIDMM_SWZ_TILE ? "vidmm_swizzle" : "vidmm_deswizzle";
     const struct vidmm_swizzle_plan *p;
     enum vidmm_backend backend;
     enum vidmm_strategy strategy;
     int err;
 
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0 ||
-        (err = resolve_cached(layout, surface, mip, layer, &p)) < 0 || (err = check_opts(backend, strategy)) < 0)
+        (err = resolve_cached(call, layout, surface, mip, layer, &p)) < 0 ||
+        (err = check_opts(call, backend, strategy)) < 0)
         return err;
-    return copy_sub(p, box, tiled, tiled_size, linear, linear_size, row_pitch, slice_pitch, backend, strategy, dir);
+    return copy_sub(call, p, box, tiled, tiled_size, linear, linear_size, row_pitch, slice_pitch, backend, strategy, dir);
 }
 
 int vidmm_swizzle_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
@@ -283,16 +323,17 @@ static int copy_surface(const struct vidmm_tile_layout *layout, const struct vid
                         unsigned char *tiled, size_t tiled_size, unsigned char *linear, size_t linear_size,
                         enum vidmm_swz_dir dir, const struct vidmm_kernel_opts *opts)
 {
+    const char *call = dir == VIDMM_SWZ_TILE ? "vidmm_swizzle_surface" : "vidmm_deswizzle_surface";
     struct vidmm_swizzle_plan p;
     enum vidmm_backend backend;
     enum vidmm_strategy strategy;
     int err;
 
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0 ||
-        (err = vidmm_swz_open(layout, surface, &p.s, &p.fam, &p.lin, &p.total)) < 0 ||
-        (err = check_opts(backend, strategy)) < 0)
+        (err = vidmm_swz_open(call, layout, surface, &p.s, &p.fam, &p.lin, &p.total)) < 0 ||
+        (err = check_opts(call, backend, strategy)) < 0)
         return err;
-    return copy_whole(&p, tiled, tiled_size, linear, linear_size, backend, strategy, dir);
+    return copy_whole(call, &p, tiled, tiled_size, linear, linear_size, backend, strategy, dir);
 }
 
 int vidmm_swizzle_surface_ex(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
@@ -336,17 +377,19 @@ int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const stru
     int err;
 
     if (plan == NULL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "plan", "NULL (spec swizzle.h)");
     const bool whole = mip == VIDMM_SWIZZLE_PLAN_SURFACE;
     if (whole && layer != 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "layer", "%u with VIDMM_SWIZZLE_PLAN_SURFACE, not 0 "
+                                "(spec swizzle.h)", layer);
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
     /* The surface copy holds _Alignas(16) state: aligned_alloc, not malloc's 16 by chance. */
     struct vidmm_swizzle_plan *p = aligned_alloc(64, (sizeof(*p) + 63) / 64 * 64);
     if (p == NULL)
         return VIDMM_E_NO_MEMORY;
-    if ((err = plan_build(p, layout, surface, mip, layer, whole)) < 0 || (err = check_opts(backend, strategy)) < 0) {
+    if ((err = plan_build(__func__, p, layout, surface, mip, layer, whole)) < 0 ||
+        (err = check_opts(__func__, backend, strategy)) < 0) {
         free(p);
         return err;
     }
@@ -361,19 +404,27 @@ void vidmm_swizzle_plan_destroy(vidmm_swizzle_plan *plan)
     free(plan);
 }
 
+/* refuse_whole_box() is the line of a whole-surface plan's copy given a box or pitches. */
+static int refuse_whole_box(const char *call, const struct vidmm_box *box, size_t row_pitch, size_t slice_pitch)
+{
+    return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, call, box != NULL ? "box" : "row_pitch, slice_pitch",
+                            "%s, %zu, %zu: a whole-surface plan takes a NULL box and pitches 0 (spec swizzle.h)",
+                            box != NULL ? "a box" : "NULL", row_pitch, slice_pitch);
+}
+
 int vidmm_swizzle_plan_swizzle(const vidmm_swizzle_plan *plan, const struct vidmm_box *box, void *tiled,
                                size_t tiled_size, const void *linear, size_t linear_size, size_t row_pitch,
                                size_t slice_pitch)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)linear; /* only read in this direction */
     if (plan == NULL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "plan", "NULL (spec swizzle.h)");
     if (plan->whole)
         return box != NULL || row_pitch != 0 || slice_pitch != 0
-                   ? VIDMM_E_INVALID_ARG
-                   : copy_whole(plan, tiled, tiled_size, lin, linear_size, plan->backend, plan->strategy,
+                   ? refuse_whole_box(__func__, box, row_pitch, slice_pitch)
+                   : copy_whole(__func__, plan, tiled, tiled_size, lin, linear_size, plan->backend, plan->strategy,
                                 VIDMM_SWZ_TILE);
-    return copy_sub(plan, box, tiled, tiled_size, lin, linear_size, row_pitch, slice_pitch, plan->backend,
+    return copy_sub(__func__, plan, box, tiled, tiled_size, lin, linear_size, row_pitch, slice_pitch, plan->backend,
                     plan->strategy, VIDMM_SWZ_TILE);
 }
 
@@ -383,13 +434,13 @@ int vidmm_swizzle_plan_deswizzle(const vidmm_swizzle_plan *plan, const struct vi
 {
     unsigned char *t = (unsigned char *)(uintptr_t)tiled; /* only read in this direction */
     if (plan == NULL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "plan", "NULL (spec swizzle.h)");
     if (plan->whole)
         return box != NULL || row_pitch != 0 || slice_pitch != 0
-                   ? VIDMM_E_INVALID_ARG
-                   : copy_whole(plan, t, tiled_size, linear, linear_size, plan->backend, plan->strategy,
+                   ? refuse_whole_box(__func__, box, row_pitch, slice_pitch)
+                   : copy_whole(__func__, plan, t, tiled_size, linear, linear_size, plan->backend, plan->strategy,
                                 VIDMM_SWZ_UNTILE);
-    return copy_sub(plan, box, t, tiled_size, linear, linear_size, row_pitch, slice_pitch, plan->backend,
+    return copy_sub(__func__, plan, box, t, tiled_size, linear, linear_size, row_pitch, slice_pitch, plan->backend,
                     plan->strategy, VIDMM_SWZ_UNTILE);
 }
 
@@ -398,7 +449,9 @@ int vidmm_swizzle_plan_deswizzle(const vidmm_swizzle_plan *plan, const struct vi
 int vidmm_swizzle_plan_info(const vidmm_swizzle_plan *plan, struct vidmm_swizzle_plan_info *info)
 {
     if (plan == NULL || info == NULL || info->size < PLAN_INFO_V0_SIZE)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, plan == NULL ? "plan" : info == NULL ? "info" : "info->size",
+                                "NULL, or below the first version's %zu bytes (spec swizzle.h)",
+                                (size_t)PLAN_INFO_V0_SIZE);
     const struct vidmm_swz_mip *m = &plan->m;
     const uint64_t moved = plan->whole ? plan->lin : (uint64_t)m->w * m->h * m->d * m->elem;
     const size_t size = info->size;

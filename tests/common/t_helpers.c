@@ -400,6 +400,7 @@ void t_log_reset(struct t_log *log)
     atomic_store(&log->delay_ms, 0);
     atomic_store(&log->seen, 0);
     log->first_warn[0] = '\0';
+    log->first_debug[0] = '\0';
 }
 
 void t_log_record(void *arg, enum vidmm_log_level level, const char *msg)
@@ -411,6 +412,8 @@ void t_log_record(void *arg, enum vidmm_log_level level, const char *msg)
     /* Only the first warning writes the text, so concurrent deliveries never race on it. */
     if (level == VIDMM_LOG_WARN && prev == 0)
         snprintf(log->first_warn, sizeof(log->first_warn), "%s", msg);
+    if (level == VIDMM_LOG_DEBUG && prev == 0)
+        snprintf(log->first_debug, sizeof(log->first_debug), "%s", msg);
     int delay = atomic_load(&log->delay_ms);
     if (first && delay > 0) {
         struct timespec ts = { delay / 1000, (long)(delay % 1000) * 1000000L };

@@ -96,6 +96,7 @@ struct t_log {
     atomic_int count[4]; /* per enum vidmm_log_level */
     atomic_int delay_ms; /* when > 0, the first message sleeps this long inside the hook */
     char first_warn[256];
+    char first_debug[512]; /* the first VIDMM_LOG_DEBUG line: a refusal's field-and-rule line */
     atomic_int seen;
 };
 

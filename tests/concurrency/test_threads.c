@@ -21,6 +21,14 @@
 #include <string.h>
 #include "t_helpers.h"
 
+/* A backend name vidmm_option_set_string() takes but no CPU of this architecture runs: the
+ * fallback warning's trigger (an unknown name is refused when set: issue 25). */
+#if defined(__aarch64__)
+#  define FOREIGN_BACKEND "avx2"
+#else
+#  define FOREIGN_BACKEND "neon"
+#endif
+
 /* More threads than cores (2 here), so the scheduler interleaves them mid-call. */
 #define N_THREADS 12
 #define T_TIMEOUT 120
@@ -291,7 +299,7 @@ Test(threads, fallback_warns_once, .timeout = T_TIMEOUT)
     t_log_reset(&log);
     atomic_store(&log.delay_ms, 50);
     vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_WARN);
-    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, "bogus"), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, FOREIGN_BACKEND), 0);
     vidmm_kernels_reset();
 
     memset(&hr, 0, sizeof(hr));
@@ -310,7 +318,7 @@ Test(threads, fallback_warns_once, .timeout = T_TIMEOUT)
         cr_assert_eq(hr.seen[i], automatic, "thread %d fell back to %s, want %s", i,
                      vidmm_backend_to_string(hr.seen[i]), vidmm_backend_to_string(automatic));
     cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_WARN]), 1,
-                 "%d threads making the first call with VIDMM_BACKEND=bogus logged %d warnings, want 1",
+                 "%d threads making the first call with VIDMM_BACKEND=" FOREIGN_BACKEND " logged %d warnings, want 1",
                  N_THREADS, atomic_load(&log.count[VIDMM_LOG_WARN]));
     cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, NULL), 0);
     vidmm_kernels_reset();
@@ -332,7 +340,7 @@ Test(threads, hook_swap_during_delivery, .timeout = T_TIMEOUT)
     hr.logs[0] = &a;
     hr.logs[1] = &b;
     vidmm_set_log_fn(t_log_record, &a, VIDMM_LOG_WARN);
-    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, "bogus"), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, FOREIGN_BACKEND), 0);
     vidmm_kernels_reset();
 
     cr_assert_eq(pthread_barrier_init(&hr.start, NULL, N_THREADS), 0);
@@ -406,7 +414,9 @@ Test(threads, hook_gets_its_own_arg, .timeout = T_TIMEOUT)
 {
     pthread_t swapper;
     vidmm_set_log_fn(hook_a, &hook_a_state, VIDMM_LOG_INFO);
-    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_DISABLE_CPU_FEATURES, "nosuchfeature"), 0);
+    /* vidmm_option_set_string() refuses an unknown feature name (issue 25); the environment's
+     * is warned about at each fresh choice. This test process is fresh: not read yet. */
+    cr_assert_eq(setenv("VIDMM_DISABLE_CPU_FEATURES", "nosuchfeature", 1), 0);
     atomic_store(&swapper_stop, 0);
     cr_assert_eq(pthread_create(&swapper, NULL, tagged_swapper, NULL), 0);
     for (int i = 0; i < 20000; i++) {

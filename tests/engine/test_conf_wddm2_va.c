@@ -481,7 +481,8 @@ Test(wddm2_va, submit_of_unmapped_faults)
     struct fx f = fx_make(T_SET(T_VIS));
     w2_resident(f.dev, f.h);
     struct vidmm_va_ref ref = { f.va + K64 - 8, 16, 0, 0 };
-    T_RC(vidmm_va_submit(f.sp, &ref, 1, 0, NULL), VIDMM_E_DEVICE_REMOVED);
+    uint64_t fence = 0;
+    T_RC(vidmm_va_submit(f.sp, &ref, 1, 0, &fence), VIDMM_E_DEVICE_REMOVED);
     expect_removed_by_fault(f.dev, f.va + K64, 0);
     vidmm_device_destroy(f.dev);
 }
@@ -495,7 +496,8 @@ Test(wddm2_va, submit_after_evict_faults)
     w2_evict(f.dev, f.h, VIDMM_EVICT_ONLY_IF_NECESSARY);
     cr_assert_eq(w2_status(f.dev, f.h, NULL), VIDMM_RESIDENCY_IN_GPU_MEMORY);
     struct vidmm_va_ref ref = { f.va, K64, VIDMM_REF_WRITE, 0 };
-    T_RC(vidmm_va_submit(f.sp, &ref, 1, 0, NULL), VIDMM_E_DEVICE_REMOVED);
+    uint64_t fence = 0;
+    T_RC(vidmm_va_submit(f.sp, &ref, 1, 0, &fence), VIDMM_E_DEVICE_REMOVED);
     expect_removed_by_fault(f.dev, f.va, f.h);
     vidmm_device_destroy(f.dev);
 }
@@ -605,7 +607,8 @@ Test(wddm2_va, submit_flushes_lock2_writes_of_cached)
     T_OK(vidmm_wddm2_unlock2(f.dev, f.h));
     const uint32_t before = rec.n_flush;
     struct vidmm_va_ref ref = { f.va, K64, 0, 0 };
-    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, NULL));
+    uint64_t fence = 0;
+    T_OK(vidmm_va_submit(f.sp, &ref, 1, 0, &fence));
     cr_assert_gt(rec.n_flush, before, "no flush_cpu_cache before the GPU read by VA after a Lock2");
     cr_assert_eq(rec.flush_p, p);
     cr_assert_eq(rec.flush_n, K64);

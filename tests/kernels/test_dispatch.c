@@ -211,7 +211,24 @@ static void check_fallback(const char *request)
     restore_backend(&saved);
 }
 
-Test(dispatch, unknown_name_warns_and_falls_back) { check_fallback("bogus"); }
+/* An unknown name: vidmm_option_set_string() refuses it (options.string_words_refused); from the
+ * environment - read on first use, in this fresh process - it is warned about once and the
+ * choice is automatic. */
+Test(dispatch, unknown_name_warns_and_falls_back)
+{
+    struct t_log log;
+    t_log_reset(&log);
+    vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_WARN);
+    cr_assert_eq(setenv("VIDMM_BACKEND", "bogus", 1), 0);
+    enum vidmm_backend got = vidmm_backend_active();
+    cr_assert(acceptable_default(got), "VIDMM_BACKEND=bogus chose %s", vidmm_backend_name());
+    cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_WARN]), 1, "VIDMM_BACKEND=bogus logged %d warnings, want 1",
+                 atomic_load(&log.count[VIDMM_LOG_WARN]));
+    cr_assert(strstr(log.first_warn, "bogus") != NULL, "the warning does not name the value: \"%s\"", log.first_warn);
+    quick_kernel_check();
+    cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_WARN]), 1, "the warning was repeated");
+    vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
+}
 
 Test(dispatch, foreign_backend_warns_and_falls_back)
 {
@@ -289,6 +306,17 @@ Test(dispatch, disable_cpu_features)
  * The log hook.
  * ------------------------------------------------------------------------------------------- */
 
+/* A backend name vidmm_option_set_string() takes but no CPU of this architecture runs: its
+ * fallback warning is the log hook tests' message (an unknown name is refused when set). */
+static const char *foreign_backend(void)
+{
+#if defined(__aarch64__)
+    return "avx2";
+#else
+    return "neon";
+#endif
+}
+
 Test(log_hook, level_filter_and_removal)
 {
     struct t_log log;
@@ -298,13 +326,13 @@ Test(log_hook, level_filter_and_removal)
     /* A hook that takes errors only does not see the fallback warning. */
     t_log_reset(&log);
     vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_ERROR);
-    force_backend("bogus");
+    force_backend(foreign_backend());
     (void)vidmm_backend_active();
     cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_WARN]), 0, "a warning reached a hook limited to errors");
 
     /* The same request with warnings allowed: seen once. */
     vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_WARN);
-    force_backend("bogus");
+    force_backend(foreign_backend());
     (void)vidmm_backend_active();
     cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_WARN]), 1);
     cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_INFO]), 0, "an info message passed a WARN-level hook");
@@ -312,7 +340,7 @@ Test(log_hook, level_filter_and_removal)
 
     /* Removed: the old hook hears nothing more. */
     vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_DEBUG);
-    force_backend("bogus");
+    force_backend(foreign_backend());
     (void)vidmm_backend_active();
     cr_assert_eq(atomic_load(&log.seen), 1, "a removed hook was called");
 
@@ -320,7 +348,7 @@ Test(log_hook, level_filter_and_removal)
     struct t_log other;
     t_log_reset(&other);
     vidmm_set_log_fn(t_log_record, &other, VIDMM_LOG_WARN);
-    force_backend("bogus");
+    force_backend(foreign_backend());
     (void)vidmm_backend_active();
     cr_assert_eq(atomic_load(&other.count[VIDMM_LOG_WARN]), 1);
     cr_assert_eq(atomic_load(&log.seen), 1);
@@ -456,6 +484,49 @@ Test(options, strings_and_kinds)
     cr_assert_eq(vidmm_option_set((enum vidmm_option)-1, 1), VIDMM_E_INVALID_ARG);
     cr_assert_eq(vidmm_option_get(VIDMM_OPT_COUNT_), 0);
     cr_assert_null(vidmm_option_get_string(VIDMM_OPT_COUNT_));
+}
+
+/* A string option takes only the words common.h lists: anything else is VIDMM_E_INVALID_ARG,
+ * with one DEBUG line naming the option, the value and the words it takes, and the option keeps
+ * its value (issue 25: "quantum" was taken for a backend and returned 0). */
+static void string_refused(enum vidmm_option opt, const char *keep, const char *bad, const char *words)
+{
+    struct t_log log;
+    const char *name = vidmm_option_name(opt);
+    cr_assert_eq(vidmm_option_set_string(opt, keep), 0, "%s='%s' refused", name, keep);
+    t_log_reset(&log);
+    vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_DEBUG);
+    int rc = vidmm_option_set_string(opt, bad);
+    vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
+    cr_assert_eq(rc, VIDMM_E_INVALID_ARG, "%s='%s' returned %d, want INVALID_ARG", name, bad, rc);
+    cr_assert_str_eq(vidmm_option_get_string(opt), keep, "refusing %s='%s' changed the value", name, bad);
+    cr_assert_eq(atomic_load(&log.count[VIDMM_LOG_DEBUG]), 1, "%s='%s': %d DEBUG lines, want 1", name, bad,
+                 atomic_load(&log.count[VIDMM_LOG_DEBUG]));
+    cr_assert(strstr(log.first_debug, "vidmm_option_set_string") && strstr(log.first_debug, name) &&
+                  strstr(log.first_debug, bad) && strstr(log.first_debug, words),
+              "the line does not name the call, %s, '%s' and the words (%s): \"%s\"", name, bad, words,
+              log.first_debug);
+    cr_assert_eq(vidmm_option_set_string(opt, NULL), 0);
+}
+
+Test(options, string_words_refused)
+{
+    string_refused(VIDMM_OPT_BACKEND, "scalar", "quantum", "scalar|sse2|avx2|avx512|neon");
+    string_refused(VIDMM_OPT_BACKEND, "auto", "", "auto");
+    string_refused(VIDMM_OPT_WC_COPY, "nt", "quantum", "auto|nt|movdir64b");
+    string_refused(VIDMM_OPT_DISABLE_CPU_FEATURES, "avx2", "avx2,quantum", "quantum");
+    /* What they take: every backend name (one the CPU lacks too: that is warned about when the
+     * backend is chosen), any case, as vidmm_backend_from_string(); every feature name. */
+    for (int b = VIDMM_BACKEND_AUTO; b < VIDMM_BACKEND_COUNT_; b++)
+        cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, vidmm_backend_to_string((enum vidmm_backend)b)), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, "AVX2"), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_BACKEND, NULL), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_WC_COPY, "movdir64b"), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_WC_COPY, "auto"), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_WC_COPY, NULL), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_DISABLE_CPU_FEATURES, "avx512, sse4.1,clwb"), 0);
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_DISABLE_CPU_FEATURES, ""), 0, "an empty list masks nothing");
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_DISABLE_CPU_FEATURES, NULL), 0);
 }
 
 /* The environment is read on first use; a bad value logs one warning and keeps the default.

@@ -837,3 +837,116 @@ Test(swizzle_args, kernel_options)
     copy_expect(&a, VIDMM_E_INVALID_ARG, 0, f.tiled2, lin, "opts.strategy 99");
     fixture_fini(&f);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Issue 25: every refusal explains itself - one VIDMM_LOG_DEBUG line naming the call, the field
+ * and the value and rule it broke (the engine's "field-and-rule" form), and the same code as
+ * before. A representative refusal of each kind: NULL, a short buffer, a zero width, an
+ * overflowing size, a box off the edge, a bad pitch, an unknown tiling, a subresource out of
+ * range, overlapping buffers, a whole-surface plan given a box, an unusable backend.
+ * ------------------------------------------------------------------------------------------- */
+static struct t_log refusal_log;
+
+/* 'rc' is 'want' and exactly one DEBUG line was logged, naming every string of 'names'. */
+static void explained(int rc, int want, const char *expr, const char *const *names)
+{
+    cr_assert_eq(rc, want, "%s returned %s, want %s", expr, rc_name(rc), rc_name(want));
+    const char *line = refusal_log.first_debug;
+    cr_assert_eq(atomic_load(&refusal_log.count[VIDMM_LOG_DEBUG]), 1, "%s: %d DEBUG lines, want 1 (first: \"%s\")",
+                 expr, atomic_load(&refusal_log.count[VIDMM_LOG_DEBUG]), line);
+    for (size_t i = 0; names[i] != NULL; i++)
+        cr_assert_not_null(strstr(line, names[i]), "%s: the line does not name '%s': \"%s\"", expr, names[i], line);
+    cr_assert_not_null(strstr(line, "(spec "), "%s: the line cites no rule: \"%s\"", expr, line);
+}
+
+#define EXPLAINED(expr, want, ...)                                                                 \
+    do {                                                                                           \
+        t_log_reset(&refusal_log);                                                                 \
+        int rc_ = (expr);                                                                          \
+        const char *const names_[] = { __VA_ARGS__, NULL };                                        \
+        explained(rc_, (want), #expr, names_);                                                     \
+    } while (0)
+
+Test(swizzle_args, refusals_are_explained)
+{
+    enum { W = 64, H = 64 };
+    struct desc d;
+    uint64_t total = 0;
+    desc_init(&d, VIDMM_TILING_BLOCK_LINEAR, W, H, 1, 4);
+    cr_assert_eq(vidmm_surface_tiled_size(&d.layout, &d.surf, &total), 0);
+    unsigned char *tiled = calloc(1, (size_t)total), *linear = calloc(1, (size_t)W * H * 4);
+    cr_assert(tiled && linear);
+    const size_t lin_size = (size_t)W * H * 4, row = (size_t)W * 4;
+    struct vidmm_box box = { 0, 0, 0, 16, 16, 1 };
+    uint64_t bytes;
+
+    /* The good call first (the backend's choice logs once, at INFO), then again: no DEBUG line. */
+    cr_assert_eq(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total, linear, lin_size, row, 0), 0);
+    t_log_reset(&refusal_log);
+    vidmm_set_log_fn(t_log_record, &refusal_log, VIDMM_LOG_DEBUG);
+    cr_assert_eq(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total, linear, lin_size, row, 0), 0);
+    cr_assert_eq(atomic_load(&refusal_log.count[VIDMM_LOG_DEBUG]), 0, "a good copy logged \"%s\"",
+                 refusal_log.first_debug);
+
+    EXPLAINED(vidmm_surface_tiled_size(&d.layout, &d.surf, NULL), VIDMM_E_INVALID_ARG, "vidmm_surface_tiled_size",
+              "bytes", "NULL");
+    EXPLAINED(vidmm_swizzle(NULL, &d.surf, 0, 0, &box, tiled, (size_t)total, linear, lin_size, row, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle", "layout", "NULL");
+    EXPLAINED(vidmm_deswizzle(&d.layout, &d.surf, 0, 0, &box, NULL, (size_t)total, linear, lin_size, row, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_deswizzle", "tiled", "NULL");
+    char want[64];
+    snprintf(want, sizeof(want), "%llu", (unsigned long long)total);
+    EXPLAINED(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total - 1, linear, lin_size, row, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle", "tiled_size", want);
+    EXPLAINED(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total, linear, 100, row, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle", "linear_size", "100");
+    struct vidmm_box off = { 60, 0, 0, 8, 8, 1 };
+    EXPLAINED(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &off, tiled, (size_t)total, linear, lin_size, row, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle", "box", "(60, 0, 0) + 8x8x1", "64x64x1");
+    EXPLAINED(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total, linear, lin_size, 63, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle", "row_pitch", "63", "64 bytes");
+    EXPLAINED(vidmm_swizzle(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total, tiled + 64, lin_size, row, 0),
+              VIDMM_E_OVERLAP, "vidmm_swizzle", "tiled, linear", "overlap");
+    EXPLAINED(vidmm_swizzle(&d.layout, &d.surf, 1, 0, &box, tiled, (size_t)total, linear, lin_size, row, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle", "mip", "mip 1");
+
+    struct desc z = d;
+    z.surf.width = 0;
+    EXPLAINED(vidmm_surface_linear_size(&z.layout, &z.surf, &bytes), VIDMM_E_INVALID_ARG, "vidmm_surface_linear_size",
+              "surface->width", "0x64x1");
+    z = d;
+    z.layout.tiling = (enum vidmm_tiling)42;
+    EXPLAINED(vidmm_surface_tiled_size(&z.layout, &z.surf, &bytes), VIDMM_E_INVALID_ARG, "layout->tiling", "42");
+    desc_init(&z, VIDMM_TILING_LINEAR, UINT32_MAX, UINT32_MAX, UINT32_MAX, 16);
+    EXPLAINED(vidmm_surface_tiled_size(&z.layout, &z.surf, &bytes), VIDMM_E_INVALID_ARG, "vidmm_surface_tiled_size",
+              "overflows 64 bits");
+    desc_init(&z, VIDMM_TILING_LINEAR, W, H, 1, 4);
+    z.layout.pitch = 100;
+    EXPLAINED(vidmm_surface_tiled_size(&z.layout, &z.surf, &bytes), VIDMM_E_INVALID_ARG, "layout->pitch", "100",
+              "256 bytes");
+
+    vidmm_swizzle_plan *plan = NULL;
+    EXPLAINED(vidmm_swizzle_plan_create(&d.layout, &d.surf, 0, 0, NULL, NULL), VIDMM_E_INVALID_ARG,
+              "vidmm_swizzle_plan_create", "plan", "NULL");
+    EXPLAINED(vidmm_swizzle_plan_create(&d.layout, &d.surf, VIDMM_SWIZZLE_PLAN_SURFACE, 3, NULL, &plan),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle_plan_create", "layer", "3");
+    cr_assert_null(plan);
+    cr_assert_eq(vidmm_swizzle_plan_create(&d.layout, &d.surf, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan), 0);
+    EXPLAINED(vidmm_swizzle_plan_swizzle(plan, &box, tiled, (size_t)total, linear, lin_size, 0, 0),
+              VIDMM_E_INVALID_ARG, "vidmm_swizzle_plan_swizzle", "box", "whole-surface");
+    EXPLAINED(vidmm_swizzle_plan_deswizzle(plan, NULL, tiled, 16, linear, lin_size, 0, 0), VIDMM_E_INVALID_ARG,
+              "vidmm_swizzle_plan_deswizzle", "tiled_size", "16");
+    vidmm_swizzle_plan_destroy(plan);
+    for (int b = VIDMM_BACKEND_SCALAR; b < VIDMM_BACKEND_COUNT_; b++) {
+        if (vidmm_backend_supported((enum vidmm_backend)b))
+            continue;
+        struct vidmm_kernel_opts o = VIDMM_KERNEL_OPTS_INIT;
+        o.backend = (enum vidmm_backend)b;
+        EXPLAINED(vidmm_swizzle_ex(&d.layout, &d.surf, 0, 0, &box, tiled, (size_t)total, linear, lin_size, row, 0, &o),
+                  VIDMM_E_UNSUPPORTED, "vidmm_swizzle", "opts->backend", vidmm_backend_to_string((enum vidmm_backend)b));
+        break;
+    }
+    vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
+    free(tiled);
+    free(linear);
+}

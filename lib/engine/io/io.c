@@ -296,6 +296,14 @@ static bool probe_direct(struct vmio *io, uint32_t mem_align, uint32_t off_align
  * system refuses O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels), 'path' is created and unlinked
  * at once. A file that already exists at 'path' is the caller's: it is used (truncated) and
  * left in place. */
+/* open_failed() says which swap file could not be had and why (the device's swap_path: the disk
+ * tier is opened only by vidmm_device_create()), and returns the error for errno 'e'. */
+static int open_failed(const char *path, const char *what, int e)
+{
+    vidmm_log(VIDMM_LOG_WARN, "vidmm_device_create: swap_path: '%s': %s: %s", path, what, strerror(e));
+    return open_errno_to_err(e);
+}
+
 static int open_file(struct vmio *io, const char *path)
 {
     io->fd = -1;
@@ -309,9 +317,12 @@ static int open_file(struct vmio *io, const char *path)
             *slash = '\0';
         io->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         int e = errno;
+        if (io->fd < 0 && e != EOPNOTSUPP && e != EISDIR && e != EINVAL) {
+            int err = open_failed(path, "no file there, and none can be made in its directory", e);
+            free(dir);
+            return err;
+        }
         free(dir);
-        if (io->fd < 0 && e != EOPNOTSUPP && e != EISDIR && e != EINVAL)
-            return open_errno_to_err(e);
     }
     if (io->fd < 0) {
         io->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -321,10 +332,16 @@ static int open_file(struct vmio *io, const char *path)
             io->fd = open(path, O_RDWR | O_CLOEXEC);
     }
     if (io->fd < 0)
-        return open_errno_to_err(errno);
+        return open_failed(path, "cannot be opened or created", errno);
     struct stat st;
-    if (fstat(io->fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(io->fd, 0) != 0)
+    if (fstat(io->fd, &st) != 0)
+        return open_failed(path, "fstat", errno);
+    if (!S_ISREG(st.st_mode)) {
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_device_create: swap_path: '%s': not a regular file", path);
         return VIDMM_E_IO;
+    }
+    if (ftruncate(io->fd, 0) != 0)
+        return open_failed(path, "cannot be truncated", errno);
 
     /* STATX_DIOALIGN (Linux 6.1): the memory and file-offset alignment direct I/O needs on this
      * file, or 0 when the file does not support direct I/O (statx(2)). */
@@ -444,6 +461,8 @@ int vmio_open(const struct vmio_config *cfg, struct vmio **out)
     /* Sparse: the size costs nothing until written, and reads of never-written space return
      * zeros rather than a short read at the end of the file. */
     if (ftruncate(io->fd, (off_t)io->size) != 0) {
+        vidmm_log(VIDMM_LOG_WARN, "vidmm_device_create: swap_path: '%s': cannot be made %llu bytes long: %s",
+                  cfg->path, (unsigned long long)io->size, strerror(errno));
         destroy(io);
         return VIDMM_E_IO; /* EFBIG: larger than the file system allows */
     }
