@@ -31,22 +31,46 @@
  *     the whole region is made writable and reported written until the next reset.
  *
  * Signals. The soft-dirty and mprotect backends install one process-wide SIGSEGV handler (on
- * the first region that needs it; it stays installed). A fault outside every watched region
- * goes to the handler that was installed before (SA_SIGINFO or not); when that was SIG_DFL or
- * SIG_IGN the default action is restored and the fault happens again, so the process dies as
- * it would have. Clash risk: a handler the application installs later for SIGSEGV replaces
- * ours, and writes to mprotect regions then reach the application's handler instead (it must
- * chain to the one it replaced); sigaltstack, if the application wants one, stays its own.
- * The uffd backend uses no signal.
+ * the first region that needs it; it stays installed, also while regions are destroyed as
+ * other threads fault on them). A fault outside every watched region goes to the handler that
+ * was installed before (SA_SIGINFO or not); when that was SIG_DFL or SIG_IGN the default action
+ * is restored and the fault happens again, so the process dies as it would have. Clash risk: a
+ * handler the application installs later for SIGSEGV replaces ours, and writes to mprotect
+ * regions then reach the application's handler instead (it must chain to the one it replaced);
+ * sigaltstack, if the application wants one, stays its own. The uffd backend uses no signal.
+ * The application's own handlers of other signals may write watched regions at any time, on any
+ * thread: such writes are tracked like any other. The library's SIGSEGV handler runs with every
+ * signal blocked, and a thread inside a library call that holds a region's lock or keeps the
+ * soft-dirty regions read-only blocks every signal meanwhile; a signal that arrives then is
+ * delivered when the handler or that step returns, never in the middle of it.
  *
  * Granularity: the host's base page (4096 bytes on x86-64); page index i of a region covers
  * bytes [i * page, (i + 1) * page) from its base.
  *
- * Fork: the child's writes are never reported to the parent. In the child, a mprotect region
- * keeps tracking the child's own writes in the child's copy; a uffd region is no longer tracked
- * (the kernel drops the registration of a child unless it asked for fork events), so the child
- * should only destroy its copies of uffd handles. As with any lock, a fork while another thread
- * is inside a soft-dirty call leaves that call's lock held in the child.
+ * Huge pages. A transparent huge page is split on its first write by the uffd backend (exact
+ * base pages), tracked whole by soft-dirty (see above) and split by mprotect. hugetlb memory
+ * (MAP_HUGETLB, hugetlbfs) is never split: the region must start and end on its huge page
+ * boundaries (else create fails), and the unit is the huge page - a write to any byte of one
+ * reports all of its base pages (uffd, mprotect), and soft-dirty may keep reporting a hugetlb
+ * page written after resets (reports are supersets, never fewer). Every call works with any
+ * array: a get with reset whose array cannot take all the pages of a written huge page returns
+ * the ones that fit (1: more remain) and keeps the others written for the next call, although
+ * the kernel can protect a huge page again only whole.
+ *
+ * Fork (fork()): the child's writes are never reported to the parent, and nothing the child
+ * does with the handles it inherited changes the parent's tracking. A handle belongs to the
+ * process that created it, and in the child:
+ *   - uffd: the kernel drops the child's registration (the library asks for no fork events), and
+ *     the userfaultfd both processes share still acts on the parent's memory. So the child's
+ *     vidmm_writewatch_get(), _get_bitmap() and _reset() on an inherited uffd handle fail with
+ *     VIDMM_E_NOT_AVAILABLE, and its vidmm_writewatch_destroy() only frees the child's copy (it
+ *     closes the child's fd without unregistering; the child's memory is plain writable memory
+ *     already). The child may register the range anew after destroying its copy.
+ *   - softdirty and mprotect: the handle goes on tracking the child's own copy of the memory in
+ *     the child (its written set starts as the parent's at the fork), and destroy works as usual.
+ * The library's locks are taken around fork() (pthread_atfork), so a fork while other threads
+ * are inside library calls or fault on watched pages still leaves the child free to use and
+ * destroy every handle it inherited.
  *
  * Thread safety: any thread may write the regions at any time. vidmm_writewatch_get(),
  * _get_bitmap() and _reset() may be called from any thread, also on one region at once; a write
@@ -108,7 +132,9 @@ struct vidmm_writewatch_desc {
 VIDMM_API int vidmm_writewatch_create(const struct vidmm_writewatch_desc *desc, vidmm_writewatch **out);
 
 /* vidmm_writewatch_destroy() stops watching and frees the handle. The memory stays mapped, with
- * PROT_READ | PROT_WRITE, its content untouched. NULL is ignored. */
+ * PROT_READ | PROT_WRITE, its content untouched. NULL is ignored. Threads may go on writing the
+ * region meanwhile. In a forked child, destroying an inherited uffd handle frees the child's
+ * copy only: the parent's region stays watched (see "Fork"). */
 VIDMM_API void vidmm_writewatch_destroy(vidmm_writewatch *ww);
 
 /* vidmm_writewatch_get() stores in 'pages' (ascending) the index of each page written since the
@@ -118,7 +144,9 @@ VIDMM_API void vidmm_writewatch_destroy(vidmm_writewatch *ww);
  * written?).
  * Returns: 0 (every written page was stored), 1 (the array filled up and more written pages
  * remain), VIDMM_E_INVALID_ARG (NULL 'ww' or 'count', NULL 'pages' with capacity > 0),
- * VIDMM_E_NO_MEMORY or VIDMM_E_IO (the kernel refused the scan: nothing was reset).
+ * VIDMM_E_NOT_AVAILABLE (a uffd handle in a process other than its creator: see "Fork"),
+ * VIDMM_E_NO_MEMORY or VIDMM_E_IO (the kernel refused the scan: nothing was reset - every page
+ * that read written before the call still does).
  * Thread safety: see the top of this file. */
 VIDMM_API int vidmm_writewatch_get(vidmm_writewatch *ww, bool reset, uint64_t *pages, size_t capacity,
                                    size_t *count);
@@ -127,14 +155,16 @@ VIDMM_API int vidmm_writewatch_get(vidmm_writewatch *ww, bool reset, uint64_t *p
  * 'bitmap[i / 64]' is set when page i was written; 'words' must cover every page of the region
  * (vidmm_writewatch_pages() + 63) / 64; bits past the last page are cleared. '*count' (may be
  * NULL) receives the number of written pages.
- * Returns: 0, VIDMM_E_INVALID_ARG (NULL 'ww' or 'bitmap', 'words' too small), VIDMM_E_NO_MEMORY,
- * VIDMM_E_IO (nothing was reset). */
+ * Returns: 0, VIDMM_E_INVALID_ARG (NULL 'ww' or 'bitmap', 'words' too small),
+ * VIDMM_E_NOT_AVAILABLE (as vidmm_writewatch_get()), VIDMM_E_NO_MEMORY, VIDMM_E_IO (nothing was
+ * reset). */
 VIDMM_API int vidmm_writewatch_get_bitmap(vidmm_writewatch *ww, bool reset, uint64_t *bitmap, size_t words,
                                           size_t *count);
 
 /* vidmm_writewatch_reset() marks every page of the region unwritten.
- * Returns: 0, VIDMM_E_INVALID_ARG (NULL), VIDMM_E_NO_MEMORY or VIDMM_E_IO (the kernel refused:
- * pages may still read as written, none is lost). */
+ * Returns: 0, VIDMM_E_INVALID_ARG (NULL), VIDMM_E_NOT_AVAILABLE (as vidmm_writewatch_get()),
+ * VIDMM_E_NO_MEMORY or VIDMM_E_IO (the kernel refused: pages may still read as written, none is
+ * lost). */
 VIDMM_API int vidmm_writewatch_reset(vidmm_writewatch *ww);
 
 /* vidmm_writewatch_backend() returns the enum vidmm_writewatch_backend the region runs on

@@ -3,8 +3,11 @@
  * its backends, forced through the descriptor: exact dirty sets against a model (the set of
  * pages written) for random write patterns, reset semantics, array capacity, writes from several
  * threads racing get-with-reset (none may be lost), writes by the kernel (read(2) from a pipe
- * into the region), refused registrations, fork, many regions, a 1 GiB region, the
- * VIDMM_WRITEWATCH variable, and the SIGSEGV chaining of the handler.
+ * into the region), refused registrations, fork (the parent's tracking, what a child may do with
+ * its inherited handles, a fork while other threads are inside the library), many regions, a
+ * 1 GiB region, the application's own signal handlers writing regions, regions destroyed while
+ * threads fault on them, hugetlb memory with any output array, the VIDMM_WRITEWATCH variable,
+ * and the SIGSEGV chaining of the handler.
  *
  * A backend the kernel refuses (vidmm_writewatch_create() returns VIDMM_E_UNSUPPORTED) is a
  * skip that quotes the library's warning, never a pass.
@@ -18,6 +21,7 @@
  * can be set at the start of a test. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <criterion/options.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "t_helpers.h"
+#include "t_hugepool.h"
 #include "vidmm/writewatch.h"
 
 #define T_TIMEOUT 120
@@ -566,6 +571,343 @@ static void t_huge(int backend)
     t_map_fini(&m);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Fork: what a child may do with the handles it inherited (writewatch.h "Fork"). A uffd handle
+ * belongs to the process that made it: in the child its calls answer VIDMM_E_NOT_AVAILABLE and
+ * its destroy releases only the child's copy - it must not unregister or write-protect the
+ * parent's memory through the userfaultfd both processes share. A softdirty or mprotect handle
+ * keeps tracking the child's own copy. Either way the parent's tracking goes on unchanged.
+ * ------------------------------------------------------------------------------------------- */
+enum { FC_GET = 1, FC_BITMAP = 2, FC_RESET = 4, FC_OWN = 8 };
+
+/* t_fork_child() is the child's side; it returns a mask of the FC_* checks that failed (no
+ * Criterion assertion in a forked child). */
+static int t_fork_child(int backend, vidmm_writewatch *ww, uint8_t *p, size_t pages)
+{
+    int bad = 0;
+    size_t n = 0;
+    uint64_t v[64], bm[1];
+    if (backend == VIDMM_WRITEWATCH_UFFD) {
+        if (vidmm_writewatch_get(ww, false, v, 64, &n) != VIDMM_E_NOT_AVAILABLE)
+            bad |= FC_GET;
+        if (vidmm_writewatch_get_bitmap(ww, true, bm, 1, &n) != VIDMM_E_NOT_AVAILABLE)
+            bad |= FC_BITMAP;
+        if (vidmm_writewatch_reset(ww) != VIDMM_E_NOT_AVAILABLE)
+            bad |= FC_RESET;
+        for (size_t i = 10; i < 20; i++)
+            p[i * pg() + 5] = 3;
+    } else {
+        if (vidmm_writewatch_reset(ww) != 0)
+            bad |= FC_RESET;
+        for (size_t i = 10; i < 20; i++)
+            p[i * pg() + 5] = 3;
+        int rc = vidmm_writewatch_get(ww, true, v, 64, &n);
+        bool exact = rc == 0 && n == 10;
+        for (size_t k = 0; exact && k < n; k++)
+            exact = v[k] == 10 + k;
+        if (!exact)
+            bad |= FC_OWN;
+    }
+    vidmm_writewatch_destroy(ww);
+    p[0] = 9; /* writable after destroy: a fault here ends the child */
+    p[(pages - 1) * pg()] = 9;
+    return bad;
+}
+
+static void t_fork_child_handle(int backend)
+{
+    enum { PAGES = 32 };
+    struct t_map m;
+    t_map_init(&m, PAGES, false);
+    for (size_t i = 0; i < PAGES; i++)
+        m.p[i * pg()] = 1;
+    vidmm_writewatch *ww = t_ww(backend, m.p, m.len);
+    m.p[1 * pg()] = 2;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        alarm(30);
+        _exit(t_fork_child(backend, ww, m.p, PAGES));
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    m.p[2 * pg()] = 2;
+    m.p[25 * pg()] = 2;
+    uint8_t model[PAGES] = { 0 };
+    model[1] = model[2] = model[25] = 1;
+    t_expect(ww, true, model, PAGES, "parent, after its child used and destroyed its copy of the handle");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "child status %#x (exit bits: 1 get, 2 get_bitmap, 4 reset, 8 its own writes)", st);
+    cr_assert_eq(m.p[10 * pg() + 5], 0, "the child's write reached the parent");
+    memset(model, 0, sizeof model);
+    m.p[3 * pg()] = 2;
+    model[3] = 1;
+    t_expect(ww, true, model, PAGES, "parent, later");
+    vidmm_writewatch_destroy(ww);
+    t_map_fini(&m);
+}
+
+/* A fork while another thread is inside the library or faulting on a region (its lock, the
+ * handler's count of threads in flight, a soft-dirty clear) must leave the child able to use and
+ * destroy the handles it inherited: another thread of the parent writes the region and gets with
+ * reset without pause while the main thread forks; each child writes, gets, destroys and exits
+ * within an alarm. */
+struct fb_ctx {
+    vidmm_writewatch *ww;
+    uint8_t *p;
+    size_t pages;
+    atomic_int stop;
+};
+
+static void *fb_busy(void *arg)
+{
+    struct fb_ctx *c = arg;
+    uint64_t *v = malloc(c->pages * sizeof *v);
+    for (unsigned round = 0; !atomic_load(&c->stop); round++) {
+        size_t n;
+        (void)vidmm_writewatch_get(c->ww, true, v, c->pages, &n);
+        for (size_t i = 0; i < c->pages && !atomic_load(&c->stop); i++)
+            ((volatile uint8_t *)c->p)[i * pg()] = (uint8_t)round;
+    }
+    free(v);
+    return NULL;
+}
+
+static int t_fork_busy_child(int backend, struct fb_ctx *c)
+{
+    static uint64_t v[4096];
+    size_t n = 0;
+    for (size_t i = 0; i < c->pages; i += 17)
+        c->p[i * pg() + 3] = 5;
+    int rc = vidmm_writewatch_get(c->ww, true, v, c->pages, &n);
+    int bad = 0;
+    if (backend == VIDMM_WRITEWATCH_UFFD) {
+        bad = rc == VIDMM_E_NOT_AVAILABLE ? 0 : 1;
+    } else if (rc != 0) {
+        bad = 2;
+    } else {
+        /* Every page the child wrote is reported (pages the parent's thread wrote may be too). */
+        size_t k = 0;
+        for (size_t i = 0; i < c->pages && !bad; i += 17) {
+            while (k < n && v[k] < i)
+                k++;
+            if (k == n || v[k] != i)
+                bad = 4;
+        }
+    }
+    vidmm_writewatch_destroy(c->ww);
+    c->p[0] = 1;
+    return bad;
+}
+
+static void t_fork_busy(int backend)
+{
+    enum { PAGES = 1024, FORKS = 60 };
+    struct t_map m;
+    t_map_init(&m, PAGES, false);
+    static struct fb_ctx c;
+    c.ww = t_ww(backend, m.p, m.len);
+    c.p = m.p;
+    c.pages = PAGES;
+    atomic_store(&c.stop, 0);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, fb_busy, &c), 0);
+    int failed = 0, hung = 0, first_st = 0, forks = 0;
+    for (int f = 0; f < FORKS; f++) {
+        usleep(1000 + (unsigned)(f % 7) * 300);
+        forks++;
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            alarm(10);
+            _exit(t_fork_busy_child(backend, &c));
+        }
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+            if (failed++ == 0)
+                first_st = st;
+            if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+                hung++;
+            if (hung > 0)
+                break; /* one is enough, and each costs its alarm */
+        }
+    }
+    atomic_store(&c.stop, 1);
+    pthread_join(th, NULL);
+    cr_assert_eq(failed, 0, "%d of %d children failed, %d of them hung (killed by their alarm); first status %#x",
+                 failed, forks, hung, first_st);
+    vidmm_writewatch_destroy(c.ww);
+    t_map_fini(&m);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The caller's own signal handlers write the regions: a SIGUSR1 handler writes a page of the
+ * region at each delivery, and another thread sends SIGUSR1 to the main thread without pause
+ * while the main thread gets with reset and writes every page (mprotect: each write faults into
+ * the library's SIGSEGV handler; softdirty: each reset freezes the regions). A signal delivered
+ * while the thread is inside the library's handler or inside a soft-dirty clear must neither kill
+ * the process (a fault with SIGSEGV blocked) nor hang it (a clear waiting for itself).
+ * ------------------------------------------------------------------------------------------- */
+static uint8_t *sw_p;
+static size_t sw_pages, sw_pg;
+static atomic_ulong sw_delivered;
+static atomic_int sw_stop;
+static pthread_t sw_target;
+
+static void sw_handler(int sig)
+{
+    (void)sig;
+    unsigned long k = atomic_fetch_add(&sw_delivered, 1);
+    ((volatile uint8_t *)sw_p)[(k * 7 % sw_pages) * sw_pg + 1] = (uint8_t)k;
+}
+
+static void *sw_sender(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&sw_stop)) {
+        pthread_kill(sw_target, SIGUSR1);
+        for (volatile int i = 0; i < 200; i++) {
+        }
+    }
+    return NULL;
+}
+
+static void t_signal_writes(int backend)
+{
+    enum { PAGES = 1024 };
+    struct t_map m;
+    t_map_init(&m, PAGES, false);
+    vidmm_writewatch *ww = t_ww(backend, m.p, m.len);
+    sw_p = m.p;
+    sw_pages = PAGES;
+    sw_pg = pg();
+    atomic_store(&sw_delivered, 0);
+    atomic_store(&sw_stop, 0);
+    sw_target = pthread_self();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sw_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, sw_sender, NULL), 0);
+    uint64_t *v = malloc(PAGES * sizeof *v);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long rounds = 0;
+    for (;; rounds++) {
+        size_t n;
+        int rc = vidmm_writewatch_get(ww, true, v, PAGES, &n);
+        cr_assert_eq(rc, 0, "get with reset: %s", vidmm_strerror(rc));
+        for (size_t i = 0; i < PAGES; i++)
+            ((volatile uint8_t *)m.p)[i * pg()] = (uint8_t)rounds;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > 1500000000L)
+            break;
+    }
+    atomic_store(&sw_stop, 1);
+    pthread_join(th, NULL);
+    cr_log_info("%s: %ld rounds, %lu SIGUSR1 handled", vidmm_writewatch_backend_name(backend), rounds,
+                atomic_load(&sw_delivered));
+    /* Still exact once the signals stop. */
+    size_t n;
+    cr_assert_eq(vidmm_writewatch_get(ww, true, v, PAGES, &n), 0);
+    uint8_t model[PAGES] = { 0 };
+    const size_t w[] = { 3, 100, PAGES - 1 };
+    for (size_t i = 0; i < 3; i++) {
+        m.p[w[i] * pg() + 9] = 1;
+        model[w[i]] = 1;
+    }
+    t_expect(ww, true, model, PAGES, "after the signals");
+    cr_assert_gt(atomic_load(&sw_delivered), 0);
+    sa.sa_handler = SIG_IGN;
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    free(v);
+    vidmm_writewatch_destroy(ww);
+    t_map_fini(&m);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * mprotect: threads fault on a region while it is destroyed. A thread whose write fault was
+ * raised before destroy made the pages writable, and that reaches the library's handler after,
+ * must be let retry its write - however many threads do so at once - and no such fault may put
+ * back the default SIGSEGV action: other regions still need the handler. Thousands of one-page
+ * regions registered first make each fault's lookup long, so that several writers are between
+ * their fault and their lookup when destroy runs.
+ * ------------------------------------------------------------------------------------------- */
+enum { DF_PAGES = 1024, DF_WRITERS = 3, DF_FILLERS = 3000 };
+struct df_ctx {
+    uint8_t *p;
+    atomic_int stop;
+};
+struct df_arg {
+    struct df_ctx *c;
+    size_t id;
+};
+
+static void *df_writer(void *arg)
+{
+    struct df_arg *a = arg;
+    for (size_t i = a->id; !atomic_load(&a->c->stop); i = (i + DF_WRITERS) % DF_PAGES)
+        ((volatile uint8_t *)a->c->p)[i * pg() + 1] = 1;
+    return NULL;
+}
+
+Test(ww_mprotect, destroy_while_threads_fault, .timeout = T_TIMEOUT)
+{
+    size_t stride = 2 * pg();
+    uint8_t *fill = mmap(NULL, DF_FILLERS * stride + pg(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(fill, MAP_FAILED);
+    vidmm_writewatch **fw = calloc(DF_FILLERS, sizeof *fw);
+    for (size_t i = 0; i < DF_FILLERS; i++) {
+        uint8_t *p = fill + pg() + i * stride;
+        cr_assert_eq(mprotect(p, pg(), PROT_READ | PROT_WRITE), 0);
+        fw[i] = t_ww(VIDMM_WRITEWATCH_MPROTECT, p, pg());
+    }
+    struct t_map keep;
+    t_map_init(&keep, 4, false);
+    vidmm_writewatch *kw = t_ww(VIDMM_WRITEWATCH_MPROTECT, keep.p, keep.len);
+    struct sigaction ours;
+    cr_assert_eq(sigaction(SIGSEGV, NULL, &ours), 0);
+    static struct df_ctx c;
+    for (int iter = 0; iter < 150; iter++) {
+        struct t_map m;
+        t_map_init(&m, DF_PAGES, false);
+        vidmm_writewatch *ww = t_ww(VIDMM_WRITEWATCH_MPROTECT, m.p, m.len);
+        c.p = m.p;
+        atomic_store(&c.stop, 0);
+        pthread_t th[DF_WRITERS];
+        struct df_arg args[DF_WRITERS];
+        for (size_t i = 0; i < DF_WRITERS; i++) {
+            args[i] = (struct df_arg){ &c, i };
+            cr_assert_eq(pthread_create(&th[i], NULL, df_writer, &args[i]), 0);
+        }
+        usleep(200 + (unsigned)(iter % 5) * 100);
+        vidmm_writewatch_destroy(ww);
+        atomic_store(&c.stop, 1);
+        for (size_t i = 0; i < DF_WRITERS; i++)
+            pthread_join(th[i], NULL);
+        struct sigaction now;
+        cr_assert_eq(sigaction(SIGSEGV, NULL, &now), 0);
+        cr_assert((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == ours.sa_sigaction,
+                  "iteration %d: destroying a region while %d threads faulted on it replaced the library's SIGSEGV "
+                  "handler (now %s)", iter, DF_WRITERS,
+                  !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL ? "SIG_DFL" : "another");
+        t_map_fini(&m);
+    }
+    keep.p[2 * pg()] = 1;
+    uint8_t model[4] = { 0, 0, 1, 0 };
+    t_expect(kw, true, model, 4, "the region that stayed");
+    vidmm_writewatch_destroy(kw);
+    t_map_fini(&keep);
+    for (size_t i = 0; i < DF_FILLERS; i++)
+        vidmm_writewatch_destroy(fw[i]);
+    free(fw);
+    munmap(fill, DF_FILLERS * stride + pg());
+}
+
 #define T_DEFINE(tag, b)                                                                        \
     Test(ww_##tag, random_exact, .timeout = T_TIMEOUT) { t_random_exact(b); }                   \
     Test(ww_##tag, capacity, .timeout = T_TIMEOUT) { t_capacity(b); }                           \
@@ -574,7 +916,10 @@ static void t_huge(int backend)
     Test(ww_##tag, refused, .timeout = T_TIMEOUT) { t_refused(b); }                             \
     Test(ww_##tag, fork, .timeout = T_TIMEOUT) { t_fork(b); }                                   \
     Test(ww_##tag, many_regions, .timeout = T_TIMEOUT) { t_many(b); }                           \
-    Test(ww_##tag, huge_1g, .timeout = T_TIMEOUT) { t_huge(b); }
+    Test(ww_##tag, huge_1g, .timeout = T_TIMEOUT) { t_huge(b); }                               \
+    Test(ww_##tag, fork_child_uses_handle, .timeout = T_TIMEOUT) { t_fork_child_handle(b); }    \
+    Test(ww_##tag, fork_while_busy, .timeout = T_TIMEOUT) { t_fork_busy(b); }                   \
+    Test(ww_##tag, signal_handler_writes, .timeout = T_TIMEOUT) { t_signal_writes(b); }
 BACKENDS(T_DEFINE)
 
 /* ---------------------------------------------------------------------------------------------
@@ -751,3 +1096,182 @@ Test(ww_choice, segv_stray_fault_not_swallowed, .timeout = T_TIMEOUT)
     vidmm_writewatch_destroy(ww);
     t_map_fini(&m);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * hugetlb memory (MAP_HUGETLB, 2 MiB pages): the unit the kernel tracks is the huge page, so a
+ * write to any byte of one reports its 512 base pages. A get with reset must work with any
+ * output array - the kernel cannot write-protect part of a huge page, so an array with room for
+ * fewer than 512 more pages must not make the call fail, nor make it lose the pages it already
+ * protected again - and it must return each written page exactly once.
+ *
+ * The pool: when this suite is selected (ctest's test_writewatch.hugetlb) and runs as root, the
+ * runner raises the 2 MiB nr_hugepages before the first test and puts it back after the last
+ * (t_hugepool.h); without pages the tests skip and say why.
+ * ------------------------------------------------------------------------------------------- */
+#define HUGE_2M ((size_t)2 << 20)
+#define HT_HUGE 4 /* huge pages per test region */
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    (void)set;
+    const char *pat = criterion_options.pattern;
+    if (pat == NULL || strstr(pat, "hugetlb") != NULL)
+        t_pool_raise("test_writewatch", 3 * HT_HUGE); /* the suite's tests run in parallel */
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    (void)stats;
+    t_pool_restore("test_writewatch");
+}
+
+/* t_hugetlb_map() maps HT_HUGE huge pages (reserved by the mmap itself, so a pool too small
+ * fails here, not at a fault) or skips. */
+static uint8_t *t_hugetlb_map(void)
+{
+    void *p = mmap(NULL, HT_HUGE * HUGE_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (p == MAP_FAILED)
+        cr_skip_test("huge pages unavailable: mmap(MAP_HUGETLB, %d MiB): %s; %ld free 2 MiB huge pages (run as root: "
+                     "the suite then raises " T_POOL_DIR "nr_hugepages and restores it)", HT_HUGE * 2,
+                     strerror(errno), t_pool_avail(HUGE_2M));
+    return p;
+}
+
+/* t_hp_write() writes one byte of huge page 'hp' and marks its base pages in 'model'. */
+static void t_hp_write(uint8_t *p, size_t hp, uint8_t *model, struct t_rng *r)
+{
+    size_t per = HUGE_2M / pg();
+    p[hp * HUGE_2M + t_rng_below(r, HUGE_2M)] = 1;
+    memset(model + hp * per, 1, per);
+}
+
+/* t_drain() gets with reset, 'cap' pages a call, until a call returns 0: every page of 'model'
+ * must come exactly once, ascending (nothing is written meanwhile), and nothing else; then
+ * nothing reads written. 'model' is cleared. Returns the number of calls. */
+static int t_drain(vidmm_writewatch *ww, size_t cap, uint8_t *model, const char *what)
+{
+    size_t pages = vidmm_writewatch_pages(ww);
+    uint8_t *seen = calloc(pages, 1);
+    uint64_t *v = malloc(cap * sizeof *v);
+    cr_assert(seen != NULL && v != NULL);
+    int calls = 0;
+    uint64_t last = 0;
+    bool any = false;
+    for (;;) {
+        size_t n = 0;
+        int rc = vidmm_writewatch_get(ww, true, v, cap, &n);
+        cr_assert(rc == 0 || rc == 1, "%s: get with reset into %zu pages, call %d: %d (%s)", what, cap, calls + 1, rc,
+                  rc < 0 ? vidmm_strerror(rc) : "?");
+        cr_assert_leq(n, cap);
+        if (rc == 1)
+            cr_assert_eq(n, cap, "%s: call %d returned 1 with %zu of %zu slots used", what, calls + 1, n, cap);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_lt(v[i], pages, "%s: page %llu out of the region", what, (unsigned long long)v[i]);
+            cr_assert(!any || v[i] > last, "%s: call %d: page %llu after %llu (repeated or not ascending)", what,
+                      calls + 1, (unsigned long long)v[i], (unsigned long long)last);
+            cr_assert(model[v[i]], "%s: page %llu reported, never written", what, (unsigned long long)v[i]);
+            seen[v[i]] = 1;
+            last = v[i];
+            any = true;
+        }
+        calls++;
+        if (rc == 0)
+            break;
+        cr_assert_lt(calls, 100000, "%s: no end", what);
+    }
+    for (size_t i = 0; i < pages; i++)
+        cr_assert(!model[i] || seen[i], "%s: page %zu written, never reported", what, i);
+    size_t n = 99;
+    cr_assert_eq(vidmm_writewatch_get(ww, false, NULL, 0, &n), 0, "%s: pages still read written after the drain", what);
+    memset(model, 0, pages);
+    free(seen);
+    free(v);
+    return calls;
+}
+
+static void t_hugetlb_arrays(int backend)
+{
+    uint8_t *p = t_hugetlb_map();
+    vidmm_writewatch *ww = t_ww(backend, p, HT_HUGE * HUGE_2M);
+    size_t pages = vidmm_writewatch_pages(ww), per = HUGE_2M / pg();
+    uint8_t *model = calloc(pages, 1);
+    struct t_rng r;
+    t_rng_init(&r, 0x5000 + (uint64_t)backend);
+    size_t n;
+    cr_assert_eq(vidmm_writewatch_get(ww, false, NULL, 0, &n), 0, "fresh region reads written");
+
+    /* Arrays smaller than a huge page, one that fits one and a part, exactly one, one page. */
+    t_hp_write(p, 0, model, &r);
+    t_hp_write(p, 2, model, &r);
+    cr_assert_eq(t_drain(ww, 100, model, "2 huge pages into 100"), 11);
+    t_hp_write(p, 0, model, &r);
+    t_hp_write(p, 1, model, &r);
+    cr_assert_eq(t_drain(ww, 600, model, "2 huge pages into 600"), 2);
+    t_hp_write(p, 1, model, &r);
+    t_hp_write(p, 2, model, &r);
+    t_hp_write(p, 3, model, &r);
+    cr_assert_eq(t_drain(ww, per, model, "3 huge pages into 512"), 3);
+    t_hp_write(p, 3, model, &r);
+    cr_assert_eq(t_drain(ww, 1, model, "1 huge page into 1"), (int)per);
+
+    /* The bitmap: one call, every page of the huge page. */
+    t_hp_write(p, 1, model, &r);
+    uint64_t *bm = calloc((pages + 63) / 64, sizeof *bm);
+    cr_assert_eq(vidmm_writewatch_get_bitmap(ww, true, bm, (pages + 63) / 64, &n), 0);
+    cr_assert_eq(n, per);
+    for (size_t i = 0; i < pages; i++)
+        cr_assert_eq((bm[i / 64] >> (i % 64)) & 1, model[i], "bitmap page %zu", i);
+    memset(model, 0, pages);
+    cr_assert_eq(vidmm_writewatch_get(ww, false, NULL, 0, &n), 0);
+
+    /* Without reset a small array shows the first pages, and shows them again. */
+    t_hp_write(p, 2, model, &r);
+    uint64_t v[100];
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(vidmm_writewatch_get(ww, false, v, 100, &n), 1);
+        cr_assert_eq(n, 100);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(v[i], 2 * per + i);
+    }
+    t_drain(ww, 100, model, "after gets without reset");
+
+    /* Part of a huge page taken by a small array: the rest still reads written, to a get without
+     * reset, to a bitmap and after new writes; a reset forgets it. */
+    t_hp_write(p, 0, model, &r);
+    t_hp_write(p, 2, model, &r);
+    cr_assert_eq(vidmm_writewatch_get(ww, true, v, 100, &n), 1);
+    cr_assert(n == 100 && v[0] == 0 && v[99] == 99);
+    memset(model, 0, 100);
+    uint64_t *all = malloc(pages * sizeof *all);
+    cr_assert_eq(vidmm_writewatch_get(ww, false, all, pages, &n), 0);
+    cr_assert_eq(n, 2 * per - 100);
+    t_hp_write(p, 1, model, &r);
+    cr_assert_eq(vidmm_writewatch_get_bitmap(ww, false, bm, (pages + 63) / 64, &n), 0);
+    cr_assert_eq(n, 3 * per - 100);
+    for (size_t i = 0; i < pages; i++)
+        cr_assert_eq((bm[i / 64] >> (i % 64)) & 1, model[i], "bitmap without reset, page %zu", i);
+    cr_assert_eq(vidmm_writewatch_get(ww, true, v, 100, &n), 1);
+    cr_assert(n == 100 && v[0] == 100 && v[99] == 199, "first page %llu", (unsigned long long)v[0]);
+    memset(model + 100, 0, 100);
+    t_drain(ww, 300, model, "the rest, with a huge page written meanwhile");
+    t_hp_write(p, 3, model, &r);
+    cr_assert_eq(vidmm_writewatch_get(ww, true, v, 100, &n), 1);
+    cr_assert_eq(vidmm_writewatch_reset(ww), 0);
+    cr_assert_eq(vidmm_writewatch_get(ww, false, NULL, 0, &n), 0, "written after a reset");
+    memset(model, 0, pages);
+
+    /* A write after all that is seen. */
+    t_hp_write(p, 1, model, &r);
+    t_drain(ww, 64, model, "a last write");
+    free(all);
+    free(bm);
+    free(model);
+    vidmm_writewatch_destroy(ww);
+    p[5] = 1;
+    munmap(p, HT_HUGE * HUGE_2M);
+}
+
+/* The soft-dirty backend is not held to this: the kernel may keep a hugetlb page soft-dirty
+ * across clears (writewatch.h: reports are supersets there). */
+Test(ww_hugetlb, uffd_any_array, .timeout = T_TIMEOUT) { t_hugetlb_arrays(VIDMM_WRITEWATCH_UFFD); }
+Test(ww_hugetlb, mprotect_any_array, .timeout = T_TIMEOUT) { t_hugetlb_arrays(VIDMM_WRITEWATCH_MPROTECT); }

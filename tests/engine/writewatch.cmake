@@ -6,10 +6,17 @@
 # SKIP_REGULAR_EXPRESSION makes CTest report that backend's entry as skipped, not passed. The
 # ww_choice tests set VIDMM_WRITEWATCH themselves (each Criterion test is a process of its own).
 vidmm_add_test_exe(test_writewatch engine/test_writewatch.c)
-foreach(_ww choice uffd softdirty mprotect)
+target_sources(test_writewatch PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/engine/t_hugepool.c)
+foreach(_ww choice uffd softdirty mprotect hugetlb)
   add_test(NAME test_writewatch.${_ww} COMMAND test_writewatch --short-filename --verbose "--filter=ww_${_ww}/*")
   vidmm_set_test_props(test_writewatch.${_ww} "engine;writewatch")
   if(NOT _ww STREQUAL "choice")
     set_tests_properties(test_writewatch.${_ww} PROPERTIES SKIP_REGULAR_EXPRESSION "refused by this kernel")
   endif()
 endforeach()
+# The hugetlb entry raises the 2 MiB nr_hugepages when run as root (its runner's PRE_ALL hook,
+# restored in POST_ALL) and skips, saying why, without pages: it takes the pool's lock and runs
+# alone, like test_os and test_tiers (see os.cmake).
+set_tests_properties(test_writewatch.hugetlb PROPERTIES
+  SKIP_REGULAR_EXPRESSION "refused by this kernel;huge pages unavailable"
+  RESOURCE_LOCK vidmm_hugepages RUN_SERIAL ON)

@@ -117,7 +117,10 @@ void vmos_lazy_destroy(struct vmos_lazy *v);
  * kernel or the privileges give no WP_ASYNC + PAGEMAP_SCAN (Linux 6.7), or the mapping's kind
  * refuses the registration; arm and collect fail with VIDMM_E_IO / VIDMM_E_NO_MEMORY, the
  * caller then treating every page as written. Ranges are page-aligned and inside the mapping.
- * Calls on disjoint ranges may run from several threads at once. */
+ * Calls on disjoint ranges may run from several threads at once. A tracker belongs to the
+ * process that created it: in a forked child (whose userfaultfd copy still acts on the parent's
+ * memory) arm, collect and disarm fail with VIDMM_E_NOT_AVAILABLE and destroy only closes the
+ * child's fd, leaving the parent's registration alone. */
 struct vmos_wtrack;
 int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out);
 void vmos_wtrack_destroy(struct vmos_wtrack *t);

@@ -12,7 +12,13 @@
  *     installed, read-only afterwards;
  *   - the soft-dirty list, its per-region records and the /proc/self file descriptors: under
  *     sd_lock;
- *   - the VIDMM_WRITEWATCH choice: pthread_once. */
+ *   - the VIDMM_WRITEWATCH choice: pthread_once.
+ *
+ * Fork (pthread_atfork, registered with the first region): the three mutexes are taken around
+ * fork(), so none is held in the child, and the child forgets what the parent's other threads
+ * were doing at the fork (the handler's in-flight count, the mprotect regions' spin locks).
+ * Every handle records the process that made it ('owner'): a uffd handle is that process's only,
+ * because the userfaultfd it holds acts on the creator's memory from whichever process calls. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +64,10 @@
 
 enum ww_slot_state { SLOT_FREE = 0, SLOT_RESERVED = 1, SLOT_LIVE = 2, SLOT_DEAD = 3 };
 
+/* uffd_scan()'s answer when the kernel backed out of a huge page the output array could not take
+ * whole (see uffd_get()); never returned to the caller. */
+#define SCAN_BACKOUT 2
+
 struct vidmm_writewatch {
     uint8_t *base;
     size_t size;
@@ -66,8 +76,16 @@ struct vidmm_writewatch {
     int backend;                /* enum vidmm_writewatch_backend, never AUTO */
     bool quiet;                 /* VIDMM_WRITEWATCH_QUIET: a backend refused is logged at DEBUG */
     int slot;                   /* index in slots[] */
+    pid_t owner;                /* the process that created it (getpid()) */
     /* uffd */
     int uffd;
+    /* uffd: pages the kernel already protected again that no call has reported yet (a huge page
+     * only part of which fitted the caller's array, a scan that failed half-way); they read as
+     * written until reported or reset. Under carry_lock; carry_n, their number, is read without
+     * it to skip the lock when there are none. */
+    uint64_t *carry;
+    atomic_size_t carry_n;
+    pthread_mutex_t carry_lock;
     /* soft-dirty: pages seen dirty since this region's last reset, under sd_lock */
     uint64_t *acc;
     struct vidmm_writewatch *sd_next;
@@ -79,6 +97,7 @@ struct vidmm_writewatch {
 struct ww_slot {
     atomic_int state;            /* enum ww_slot_state */
     atomic_uintptr_t start, end; /* the region, [start, end) */
+    _Atomic uint64_t gen;        /* a number no other registration of this slot had */
     _Atomic(struct vidmm_writewatch *) ww;
 };
 
@@ -90,8 +109,13 @@ struct ww_slot {
  * until no handler is in flight (seq_cst on both sides: the handler increments 'inflight'
  * before loading a state, destroy stores DEAD before loading 'inflight', so either the handler
  * sees DEAD or destroy sees the handler), and only then frees the region. A DEAD slot keeps its
- * range: a fault that was raised before destroy made the pages writable but reaches the handler
- * after is retried once instead of going to the previous handler as a stranger's fault.
+ * range until a new region needs the slot or the range: a fault that was raised before destroy
+ * made the pages writable but reaches the handler after (a "straggler") is retried instead of
+ * going to the previous handler as a stranger's fault - which, with SIG_DFL before us, would put
+ * the default action back for the whole process while other regions still need the handler.
+ * Any number of threads may straggle at once; each retries once per faulting address and
+ * registration ('gen'), so a write that faults again on a page that really is read-only (its
+ * owner protected it after destroy) still goes to the previous handler.
  * ------------------------------------------------------------------------------------------- */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ww_slot slots[WW_MAX_REGIONS];
@@ -99,6 +123,11 @@ static atomic_int slots_used;   /* high-water mark of slots ever used */
 static atomic_int inflight;     /* handlers between their lookup and their return */
 static bool segv_installed;     /* under reg_lock */
 static struct sigaction prev_segv;
+static uint64_t slot_gen;       /* under reg_lock */
+/* The straggler this thread retried last (initial-exec: no allocation on first use, in a
+ * signal handler). */
+static __attribute__((tls_model("initial-exec"))) _Thread_local uintptr_t straggle_addr;
+static __attribute__((tls_model("initial-exec"))) _Thread_local uint64_t straggle_gen;
 
 /* ---------------------------------------------------------------------------------------------
  * Soft-dirty state, under sd_lock
@@ -161,13 +190,19 @@ static int open_proc(const char *path, int flags)
     return fd;
 }
 
-/* Signals are blocked while a thread holds a region's spin lock, so that a handler of any
- * signal that writes the region cannot run on the holder and wait for it forever. */
-static void spin_lock_blocking(struct vidmm_writewatch *ww, sigset_t *old)
+/* block_all() blocks every signal of the calling thread ('old' receives its mask). */
+static void block_all(sigset_t *old)
 {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, old);
+}
+
+/* Signals are blocked while a thread holds a region's spin lock, so that a handler of any
+ * signal that writes the region cannot run on the holder and wait for it forever. */
+static void spin_lock_blocking(struct vidmm_writewatch *ww, sigset_t *old)
+{
+    block_all(old);
     while (atomic_flag_test_and_set_explicit(&ww->spin, memory_order_acquire))
         sched_yield();
 }
@@ -236,19 +271,52 @@ static void pass_on(int sig, siginfo_t *si, void *uc)
     prev_segv.sa_handler(sig);
 }
 
-/* mp_fault() records a write to page 'page' of a mprotect region and makes the page writable.
- * When the kernel cannot split the mapping further (ENOMEM: vm.max_map_count), every page is
- * marked written and the whole region made writable: reports stay supersets until the next
- * reset. Returns false when even that failed (the fault is then passed on). */
+/* mp_span_protect() sets the protection of pages [first, first + count) of a mprotect region.
+ * hugetlb memory changes protection by whole huge pages only (EINVAL otherwise): then the
+ * enclosing 2 MiB, else 1 GiB, span is changed instead, when it lies inside the region. Returns
+ * true with [*lo, *hi) the pages changed, false when the kernel refused. */
+static bool mp_span_protect(struct vidmm_writewatch *ww, size_t first, size_t count, int prot, size_t *lo, size_t *hi)
+{
+    size_t pg = vmos_page_size();
+    *lo = first;
+    *hi = first + count;
+    if (mprotect(ww->base + first * pg, count * pg, prot) == 0)
+        return true;
+    if (errno != EINVAL)
+        return false;
+    const uintptr_t b = (uintptr_t)ww->base, e = b + ww->size;
+    for (uintptr_t huge = (uintptr_t)2 << 20; huge <= (uintptr_t)1 << 30; huge <<= 9) {
+        uintptr_t s0 = (b + first * pg) & ~(huge - 1), s1 = (b + (first + count) * pg + huge - 1) & ~(huge - 1);
+        if (s0 < b || s1 > e)
+            break;
+        if (mprotect((void *)s0, s1 - s0, prot) == 0) {
+            *lo = (s0 - b) / pg;
+            *hi = (s1 - b) / pg;
+            return true;
+        }
+        if (errno != EINVAL)
+            return false;
+    }
+    return false;
+}
+
+/* mp_fault() records a write to page 'page' of a mprotect region and makes the page writable (on
+ * hugetlb memory its whole huge page, every page of which is then marked written). When the
+ * kernel cannot split the mapping further (ENOMEM: vm.max_map_count), every page is marked
+ * written and the whole region made writable: reports stay supersets until the next reset.
+ * Returns false when even that failed (the fault is then passed on). */
 static bool mp_fault(struct vidmm_writewatch *ww, uintptr_t addr)
 {
     size_t pg = vmos_page_size();
-    size_t page = (addr - (uintptr_t)ww->base) / pg;
+    size_t page = (addr - (uintptr_t)ww->base) / pg, lo, hi;
     bool ok = true;
     while (atomic_flag_test_and_set_explicit(&ww->spin, memory_order_acquire))
         sched_yield();
     atomic_fetch_or_explicit(&ww->bits[page / 64], (uint64_t)1 << (page % 64), memory_order_relaxed);
-    if (mprotect(ww->base + page * pg, pg, PROT_READ | PROT_WRITE) != 0) {
+    if (mp_span_protect(ww, page, 1, PROT_READ | PROT_WRITE, &lo, &hi)) {
+        for (size_t i = lo; i < hi; i++)
+            atomic_fetch_or_explicit(&ww->bits[i / 64], (uint64_t)1 << (i % 64), memory_order_relaxed);
+    } else {
         for (size_t w = 0; w < ww->words; w++)
             atomic_store_explicit(&ww->bits[w], ~(uint64_t)0, memory_order_relaxed);
         ok = mprotect(ww->base, ww->size, PROT_READ | PROT_WRITE) == 0;
@@ -295,9 +363,14 @@ static void ww_segv(int sig, siginfo_t *si, void *uc)
             break;
         }
         if (!handled && dead >= 0) {
-            /* A straggler of a region destroyed meanwhile: its pages are writable now. One retry. */
-            int expect = SLOT_DEAD;
-            handled = atomic_compare_exchange_strong(&slots[dead].state, &expect, SLOT_FREE);
+            /* A straggler of a region destroyed meanwhile: its pages are writable now. Retried
+             * once per thread, address and registration (see "Region table"). */
+            uint64_t gen = atomic_load(&slots[dead].gen);
+            if (straggle_addr != a || straggle_gen != gen) {
+                straggle_addr = a;
+                straggle_gen = gen;
+                handled = true;
+            }
         }
     }
     atomic_fetch_sub(&inflight, 1);
@@ -306,7 +379,10 @@ static void ww_segv(int sig, siginfo_t *si, void *uc)
         pass_on(sig, si, uc);
 }
 
-/* install_segv() puts ww_segv in place, once; under reg_lock. */
+/* install_segv() puts ww_segv in place, once; under reg_lock. Every signal is blocked while it
+ * runs: a handler of the application's that wrote a watched page while this thread is inside
+ * ours would fault with SIGSEGV blocked (the kernel then kills the process), or wait for the
+ * spin lock this thread holds. Such signals are delivered when ww_segv returns. */
 static int install_segv(void)
 {
     if (segv_installed)
@@ -315,7 +391,7 @@ static int install_segv(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = ww_segv;
     sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, &prev_segv) != 0) {
         vidmm_log(VIDMM_LOG_WARN, "vidmm_writewatch: sigaction(SIGSEGV): %s", strerror(errno));
         return VIDMM_E_UNSUPPORTED;
@@ -335,7 +411,9 @@ static void wait_no_handler(void)
  * ------------------------------------------------------------------------------------------- */
 
 /* table_reserve() checks [start, end) against every live region and reserves a slot. Dead
- * slots overlapping the range are freed (a fault there now belongs to the new region). */
+ * slots inside the range are freed (a fault there now belongs to the new region, which the
+ * handler prefers anyway); one that overlaps it only in part stays, for the stragglers of its
+ * part outside. */
 static int table_reserve(uintptr_t start, uintptr_t end, int *out)
 {
     int n = atomic_load(&slots_used);
@@ -346,7 +424,7 @@ static int table_reserve(uintptr_t start, uintptr_t end, int *out)
         bool over = st != SLOT_FREE && start < atomic_load(&s->end) && atomic_load(&s->start) < end;
         if (st == SLOT_LIVE && over)
             return VIDMM_E_OVERLAP;
-        if (st == SLOT_DEAD && over) {
+        if (st == SLOT_DEAD && over && start <= atomic_load(&s->start) && atomic_load(&s->end) <= end) {
             atomic_store(&s->state, SLOT_FREE);
             st = SLOT_FREE;
         }
@@ -371,6 +449,7 @@ static int table_reserve(uintptr_t start, uintptr_t end, int *out)
     wait_no_handler();
     atomic_store(&slots[i].start, start);
     atomic_store(&slots[i].end, end);
+    atomic_store(&slots[i].gen, ++slot_gen);
     *out = i;
     return 0;
 }
@@ -397,6 +476,19 @@ static void table_release(int i)
  * walk, under the page-table lock: a write is either before (reported now) or after (faults
  * again, reported next time). Transparent huge pages are split on their first write (the kernel
  * resolves async write-protect faults at the base-page level).
+ *
+ * hugetlb pages are not split: a written huge page reads as all its base pages written, and the
+ * kernel protects one again only whole. When an array's room ends inside a written huge page,
+ * PAGEMAP_SCAN backs out of that huge page (it reports none of it and leaves it written), and may
+ * go on walking past it. uffd_get() then takes the slow way: under the region's carry_lock it
+ * scans the region into the 'carry' bitmap with no page limit (every written page, huge ones
+ * whole, protected again and kept there), and hands out the carry's pages in order, as many as
+ * the array takes; the rest wait in the carry for the next call. A scan that fails after it
+ * protected pages again keeps them in the carry the same way, so a failed call loses nothing.
+ *
+ * After fork() the userfaultfd a child inherits still acts on the parent's memory (the kernel
+ * drops the child's registration, UFFD_FEATURE_EVENT_FORK not being asked for): in a process
+ * other than the creator a handle's calls fail and its destroy only closes this process's fd.
  * ------------------------------------------------------------------------------------------- */
 static int uffd_open(int *why)
 {
@@ -481,12 +573,17 @@ static int wp_async_probe(uintptr_t start)
 static int uffd_create(struct vidmm_writewatch *ww)
 {
     int why;
+    ww->carry = calloc(ww->words, sizeof *ww->carry);
+    if (ww->carry == NULL)
+        return VIDMM_E_NO_MEMORY;
     int fd = uffd_handshake(&why);
     if (fd < 0) {
         if (why != 0)
             vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: userfaultfd: %s", strerror(why));
         else
             vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: the kernel has no UFFD_FEATURE_WP_ASYNC (Linux 6.7)");
+        free(ww->carry);
+        ww->carry = NULL;
         return VIDMM_E_UNSUPPORTED;
     }
     struct uffdio_register reg;
@@ -497,6 +594,8 @@ static int uffd_create(struct vidmm_writewatch *ww)
     if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
         int e = errno;
         close(fd);
+        free(ww->carry);
+        ww->carry = NULL;
         vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: UFFDIO_REGISTER: %s", strerror(e));
         return e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
     }
@@ -508,19 +607,31 @@ static int uffd_create(struct vidmm_writewatch *ww)
     if (e != 0) {
         (void)ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
         close(fd);
+        free(ww->carry);
+        ww->carry = NULL;
         vidmm_log(WW_WARN(ww), "vidmm_writewatch: uffd: write-protect or PAGEMAP_SCAN (Linux 6.7): %s",
                   strerror(e));
         return e == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
     }
     ww->uffd = fd;
+    atomic_store(&ww->carry_n, 0);
+    pthread_mutex_init(&ww->carry_lock, NULL);
     return 0;
 }
 
+/* uffd_destroy() unregisters the region - in the process that created it only: elsewhere (a
+ * forked child) the fd's context is the creator's and the unregistration would end the
+ * creator's tracking, so only this process's copy of the fd is closed. (The carry_lock of a
+ * copy in a child may be held by a thread the child does not have: left alone.) */
 static void uffd_destroy(struct vidmm_writewatch *ww)
 {
-    struct uffdio_range r = { (uintptr_t)ww->base, ww->size };
-    (void)ioctl(ww->uffd, UFFDIO_UNREGISTER, &r);
+    if (ww->owner == getpid()) {
+        struct uffdio_range r = { (uintptr_t)ww->base, ww->size };
+        (void)ioctl(ww->uffd, UFFDIO_UNREGISTER, &r);
+        pthread_mutex_destroy(&ww->carry_lock);
+    }
     close(ww->uffd);
+    free(ww->carry);
 }
 
 static int scan_errno(int e)
@@ -531,7 +642,9 @@ static int scan_errno(int e)
 /* uffd_scan() reports the pages of [start, end) written since their protection into 's', as
  * page indices from 'base' (all of them for a bitmap, up to its capacity for an array),
  * protecting the reported ones again with 'reset'. Returns 0, 1 (array full and more written
- * pages remain) or an error. */
+ * pages remain), SCAN_BACKOUT (reset into an array whose room ended inside a written huge page:
+ * the kernel reported less than the room without reaching 'end'; what 's' holds was protected
+ * again) or an error (with 'reset', what 's' holds was protected again). */
 static int uffd_scan(uintptr_t base, uintptr_t start, uintptr_t end, bool reset, struct sink *s)
 {
     int pfd = pm_fd_get();
@@ -540,6 +653,7 @@ static int uffd_scan(uintptr_t base, uintptr_t start, uintptr_t end, bool reset,
     struct page_region vec[SCAN_VEC];
     size_t pg = vmos_page_size();
     while (start < end) {
+        uint64_t want = 0; /* the page limit of this ioctl, 0 for none */
         struct pm_scan_arg a;
         memset(&a, 0, sizeof a);
         a.size = sizeof a;
@@ -562,7 +676,7 @@ static int uffd_scan(uintptr_t base, uintptr_t start, uintptr_t end, bool reset,
                 VMOS_MEM_DEFINED(&a, sizeof a);
                 return r > 0 ? 1 : 0;
             }
-            a.max_pages = s->cap - s->n;
+            a.max_pages = want = s->cap - s->n;
         }
         int r = ioctl(pfd, PAGEMAP_SCAN, &a);
         if (r < 0) {
@@ -572,8 +686,19 @@ static int uffd_scan(uintptr_t base, uintptr_t start, uintptr_t end, bool reset,
         }
         VMOS_MEM_DEFINED(&a, sizeof a);
         VMOS_MEM_DEFINED(vec, (size_t)r * sizeof vec[0]);
-        for (int i = 0; i < r; i++)
-            sink_run(s, (size_t)(vec[i].start - base) / pg, (size_t)(vec[i].end - vec[i].start) / pg);
+        uint64_t got = 0;
+        for (int i = 0; i < r; i++) {
+            size_t n = (size_t)(vec[i].end - vec[i].start) / pg;
+            sink_run(s, (size_t)(vec[i].start - base) / pg, n);
+            got += n;
+        }
+        if (a.walk_end >= end)
+            break;
+        /* The walk stopped short with room left in both the array and 'vec': only a huge page
+         * backed out of stops it so (pagemap_scan_hugetlb_entry(): a partial hugetlb page
+         * cannot be write-protected). Its walk_end is not where to go on from. */
+        if (reset && want != 0 && got < want && r < SCAN_VEC)
+            return SCAN_BACKOUT;
         if (a.walk_end <= start)
             return VIDMM_E_IO; /* no progress: should not happen */
         start = a.walk_end;
@@ -581,25 +706,113 @@ static int uffd_scan(uintptr_t base, uintptr_t start, uintptr_t end, bool reset,
     return 0;
 }
 
-/* uffd_get() reports the region's written pages into 's' (uffd_scan()). */
-static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+static size_t popcount_words(const uint64_t *w, size_t words)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < words; i++)
+        n += (size_t)__builtin_popcountll(w[i]);
+    return n;
+}
+
+/* carry_keep() adds the pages 's' holds (protected again by a call that cannot report them) to
+ * the carry. Under carry_lock. */
+static void carry_keep(struct vidmm_writewatch *ww, const struct sink *s)
+{
+    if (s->bitmap != NULL) {
+        for (size_t w = 0; w < ww->words; w++)
+            ww->carry[w] |= s->bitmap[w];
+    } else {
+        for (size_t i = 0; i < s->n; i++)
+            ww->carry[s->pages[i] / 64] |= (uint64_t)1 << (s->pages[i] % 64);
+    }
+    atomic_store(&ww->carry_n, popcount_words(ww->carry, ww->words));
+}
+
+static int emit_bitmap(uint64_t *bm, size_t pages, struct sink *s, bool clear);
+
+/* uffd_get_carry() is uffd_get() through the carry (see the top of this section); under
+ * carry_lock. With 'reset' every written page moves into the carry (the kernel protects it
+ * again) and the carry's first pages go to 's'; without, 's' receives the carry's pages and
+ * the kernel's written ones together. */
+static int uffd_get_carry(struct vidmm_writewatch *ww, bool reset, struct sink *s)
 {
     const uintptr_t base = (uintptr_t)ww->base;
-    return uffd_scan(base, base, base + ww->size, reset, s);
+    if (reset) {
+        struct sink c = { NULL, 0, ww->carry, 0, false };
+        int rc = uffd_scan(base, base, base + ww->size, true, &c);
+        size_t have = popcount_words(ww->carry, ww->words);
+        if (rc < 0) {
+            atomic_store(&ww->carry_n, have);
+            return rc;
+        }
+        size_t before = s->n;
+        rc = emit_bitmap(ww->carry, ww->pages, s, true);
+        atomic_store(&ww->carry_n, have - (s->n - before));
+        return rc;
+    }
+    uint64_t *all = malloc(ww->words * sizeof *all);
+    if (all == NULL)
+        return VIDMM_E_NO_MEMORY;
+    memcpy(all, ww->carry, ww->words * sizeof *all);
+    struct sink c = { NULL, 0, all, 0, false };
+    int rc = uffd_scan(base, base, base + ww->size, false, &c);
+    if (rc >= 0)
+        rc = emit_bitmap(all, ww->pages, s, false);
+    free(all);
+    return rc;
+}
+
+/* uffd_get() reports the region's written pages into 's': one uffd_scan() while the carry is
+ * empty, which is the rule; the carry's way after a backed-out huge page, or while the carry
+ * holds pages. A failed scan's pages protected again go to the carry. */
+static int uffd_get(struct vidmm_writewatch *ww, bool reset, struct sink *s)
+{
+    if (ww->owner != getpid())
+        return VIDMM_E_NOT_AVAILABLE;
+    const uintptr_t base = (uintptr_t)ww->base;
+    if (atomic_load(&ww->carry_n) == 0) {
+        int rc = uffd_scan(base, base, base + ww->size, reset, s);
+        if (rc != SCAN_BACKOUT && (rc >= 0 || !reset || s->n == 0))
+            return rc;
+        pthread_mutex_lock(&ww->carry_lock);
+        carry_keep(ww, s);
+        if (rc != SCAN_BACKOUT) {
+            pthread_mutex_unlock(&ww->carry_lock);
+            return rc;
+        }
+        s->n = 0; /* an array (SCAN_BACKOUT never comes with a bitmap): start it again */
+        s->full = s->cap == 0;
+    } else {
+        pthread_mutex_lock(&ww->carry_lock);
+    }
+    int rc = uffd_get_carry(ww, reset, s);
+    pthread_mutex_unlock(&ww->carry_lock);
+    return rc;
 }
 
 static int uffd_reset(struct vidmm_writewatch *ww)
 {
+    if (ww->owner != getpid())
+        return VIDMM_E_NOT_AVAILABLE;
     struct uffdio_writeprotect wp;
     memset(&wp, 0, sizeof wp);
     wp.range.start = (uintptr_t)ww->base;
     wp.range.len = ww->size;
     wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+    int rc = 0;
+    pthread_mutex_lock(&ww->carry_lock);
     while (ioctl(ww->uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
-        if (errno != EINTR && errno != EAGAIN)
-            return scan_errno(errno);
+        if (errno != EINTR && errno != EAGAIN) {
+            rc = scan_errno(errno);
+            break;
+        }
     }
-    return 0;
+    if (rc == 0) {
+        memset(ww->carry, 0, ww->words * sizeof *ww->carry);
+        atomic_store(&ww->carry_n, 0);
+    }
+    pthread_mutex_unlock(&ww->carry_lock);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -667,11 +880,16 @@ static int sd_fold(struct vidmm_writewatch *ww)
 
 /* sd_cycle() folds every soft-dirty region and clears the bits of the process, with the
  * regions read-only meanwhile. On failure nothing is cleared (what was folded is real writes).
- * Under sd_lock. */
+ * Under sd_lock. Every signal of this thread is blocked while the regions are frozen: a handler
+ * of the application's that wrote one here would wait in ww_segv() for this very thread to thaw
+ * it, forever. A region whose mprotect() failed gets PROT_READ | PROT_WRITE back too: the call
+ * may have changed part of it (a region over several mappings) before it failed. */
 static int sd_cycle(void)
 {
     int rc = 0;
     struct vidmm_writewatch *r, *stop = NULL;
+    sigset_t old;
+    block_all(&old);
     atomic_store(&sd_frozen, 1);
     for (r = sd_list; r != NULL; r = r->sd_next)
         if (mprotect(r->base, r->size, PROT_READ) != 0) {
@@ -684,10 +902,14 @@ static int sd_cycle(void)
             rc = sd_fold(r);
     if (rc == 0)
         rc = sd_clear_all();
-    for (r = sd_list; r != stop; r = r->sd_next)
+    for (r = sd_list; r != NULL; r = r->sd_next) {
         (void)mprotect(r->base, r->size, PROT_READ | PROT_WRITE);
+        if (r == stop)
+            break;
+    }
     atomic_store(&sd_stray, 0);
     atomic_store(&sd_frozen, 0);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
@@ -825,11 +1047,14 @@ static int mp_create(struct vidmm_writewatch *ww)
 }
 
 /* mp_protect_run() protects pages [first, first + count) again and clears their bits; on failure
- * (ENOMEM) the bits stay set, so the pages are reported again. Spin lock held. */
+ * (ENOMEM) the bits stay set, so the pages are reported again. On hugetlb memory the whole huge
+ * pages around the run are protected, and the bits of their pages outside the run stay as they
+ * were (set: reported by a later call; a huge page is writable only with all its bits set).
+ * Spin lock held. */
 static void mp_protect_run(struct vidmm_writewatch *ww, size_t first, size_t count)
 {
-    size_t pg = vmos_page_size();
-    if (mprotect(ww->base + first * pg, count * pg, PROT_READ) != 0)
+    size_t lo, hi;
+    if (!mp_span_protect(ww, first, count, PROT_READ, &lo, &hi))
         return;
     for (size_t i = first; i < first + count; i++)
         atomic_fetch_and_explicit(&ww->bits[i / 64], ~((uint64_t)1 << (i % 64)), memory_order_relaxed);
@@ -917,6 +1142,49 @@ static int mp_reset(struct vidmm_writewatch *ww)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * fork() (see the top of this file). prepare takes the mutexes in the order the library takes
+ * them (reg_lock before sd_lock, pm_lock last), so no soft-dirty clear and no region change is
+ * under way in the child; the child then drops what threads it does not have were doing: their
+ * places in the handler (a destroy would wait for them forever) and the spin locks of mprotect
+ * regions (a write fault or get would spin forever). A region caught half-way through a get has
+ * pages both protected and marked written: reported once more, never lost.
+ * ------------------------------------------------------------------------------------------- */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&sd_lock);
+    pthread_mutex_lock(&pm_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&pm_lock);
+    pthread_mutex_unlock(&sd_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void fork_child(void)
+{
+    atomic_store(&inflight, 0);
+    int n = atomic_load(&slots_used);
+    for (int i = 0; i < n; i++) {
+        if (atomic_load(&slots[i].state) != SLOT_LIVE)
+            continue;
+        struct vidmm_writewatch *ww = atomic_load(&slots[i].ww);
+        if (ww->backend == VIDMM_WRITEWATCH_MPROTECT)
+            atomic_flag_clear(&ww->spin);
+    }
+    fork_parent();
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_init(void)
+{
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Public API
  * ------------------------------------------------------------------------------------------- */
 static int try_backend(struct vidmm_writewatch *ww, int b)
@@ -942,6 +1210,7 @@ struct vmos_wtrack {
     int uffd;
     uint8_t *base;
     size_t size;
+    pid_t owner;    /* the creator: the fd acts on its memory from any process (uffd_destroy()) */
 };
 
 int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out)
@@ -975,6 +1244,7 @@ int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out)
     t->uffd = fd;
     t->base = base;
     t->size = size;
+    t->owner = getpid();
     *out = t;
     return 0;
 }
@@ -983,8 +1253,10 @@ void vmos_wtrack_destroy(struct vmos_wtrack *t)
 {
     if (t == NULL)
         return;
-    struct uffdio_range r = { (uintptr_t)t->base, t->size };
-    (void)ioctl(t->uffd, UFFDIO_UNREGISTER, &r);
+    if (t->owner == getpid()) {
+        struct uffdio_range r = { (uintptr_t)t->base, t->size };
+        (void)ioctl(t->uffd, UFFDIO_UNREGISTER, &r);
+    }
     close(t->uffd);
     free(t);
 }
@@ -994,6 +1266,8 @@ static int wtrack_protect(struct vmos_wtrack *t, void *p, size_t len, bool wp)
 {
     if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
         return VIDMM_E_INVALID_ARG;
+    if (t->owner != getpid())
+        return VIDMM_E_NOT_AVAILABLE;
     struct uffdio_writeprotect w;
     memset(&w, 0, sizeof w);
     w.range.start = (uintptr_t)p;
@@ -1019,6 +1293,8 @@ int vmos_wtrack_collect(struct vmos_wtrack *t, void *p, size_t len, uint64_t *bi
 {
     if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
         return VIDMM_E_INVALID_ARG;
+    if (t->owner != getpid())
+        return VIDMM_E_NOT_AVAILABLE;
     struct sink s = { NULL, 0, bitmap, 0, false };
     int rc = uffd_scan((uintptr_t)p, (uintptr_t)p, (uintptr_t)p + len, false, &s);
     if (rc != 0)
@@ -1046,9 +1322,11 @@ int vidmm_writewatch_create(const struct vidmm_writewatch_desc *desc, vidmm_writ
         return vidmm_refuse(call, "flags", "unknown bits", "writewatch.h");
 
     pthread_once(&env_once, env_init);
+    pthread_once(&atfork_once, atfork_init);
     struct vidmm_writewatch *ww = calloc(1, sizeof *ww);
     if (ww == NULL)
         return VIDMM_E_NO_MEMORY;
+    ww->owner = getpid();
     ww->base = desc->base;
     ww->size = desc->size;
     ww->pages = desc->size / pg;
