@@ -5,8 +5,10 @@
 # 2-core machine moves by 4-20%. Two revisions are built in the same run, each row of
 # bench/gate/gate_main.c (a fixed amount of work: every swizzle layout both ways at three sizes
 # and a box, copy, fill, flush, the engine's create/destroy, lock/unlock, submit, evict + page-in,
-# the disk tier's write-out and read-back through the synchronous I/O backend) runs once under
-# each, and a row whose count grows by more than the threshold fails the gate.
+# the disk tier's write-out and read-back through the synchronous I/O backend; since issue 25 also
+# one-reference submits, lists of distinct priorities, range locks, write-watch, swizzle plans,
+# WDDM2 residency, VA translation and offer/reclaim) runs once under each, and a row whose count
+# grows by more than the threshold fails the gate.
 #
 #   tools/bench_gate.sh                 the base revision against the work tree (see below)
 #   tools/bench_gate.sh --base REV      REV against the work tree (e.g. --base HEAD: uncommitted changes)

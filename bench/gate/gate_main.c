@@ -946,8 +946,9 @@ static void row_pressure_prio(uint32_t n)
  * and unlocks (what was written is tiled back: the pages a write-watch saw, or the whole view
  * where there is none). 'mode': 0 the whole surface, 1 READ_ONLY (nothing goes back), 2 a
  * narrow lock of a 64 x 64 box off the tile grid (vidmm_lock_region(): that box only). Every
- * row's allocation has the same size: a view that grows between two allocations of different
- * sizes crashed before issue 25's fix of lib/engine/lock.c range_open(). */
+ * row's allocation has the same size and a device of its own: a range view that grows between
+ * two allocations of different sizes crashed in range_open() (lib/engine/lock.c, issue 25), and
+ * these rows measure the lock, not that case. */
 #define RANGE_SIDE 256u
 static void row_lock_range(int mode)
 {
