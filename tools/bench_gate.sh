@@ -5,8 +5,10 @@
 # 2-core machine moves by 4-20%. Two revisions are built in the same run, each row of
 # bench/gate/gate_main.c (a fixed amount of work: every swizzle layout both ways at three sizes
 # and a box, copy, fill, flush, the engine's create/destroy, lock/unlock, submit, evict + page-in,
-# the disk tier's write-out and read-back through the synchronous I/O backend) runs once under
-# each, and a row whose count grows by more than the threshold fails the gate.
+# the disk tier's write-out and read-back through the synchronous I/O backend; since issue 25 also
+# one-reference submits, lists of distinct priorities, range locks, write-watch, swizzle plans,
+# WDDM2 residency, VA translation and offer/reclaim) runs once under each, and a row whose count
+# grows by more than the threshold fails the gate.
 #
 #   tools/bench_gate.sh                 the base revision against the work tree (see below)
 #   tools/bench_gate.sh --base REV      REV against the work tree (e.g. --base HEAD: uncommitted changes)
@@ -48,8 +50,17 @@
 # Every such line in the commits after the base revision counts.
 #
 # The base revision, when --base is not given: the merge base with main (or origin/main) when
-# HEAD is not on it, else HEAD~1 - on main, CI gates the last commit. A clone with one commit
-# (or a shallow one) has no parent: the gate says so and compares the tree with itself.
+# HEAD is not on it, else HEAD~1 - on main, CI gates the last commit. Where there is none - a
+# clone with one commit, a shallow clone cut at HEAD, a tree outside git - the gate is an error
+# (exit 2), never a pass: comparing the tree with itself would pass any change. Fetch the
+# history (git fetch --unshallow) or name a base with --base REV. The self-test needs no base.
+#
+# Scaling rows: rows named ".../n<N>" (the same work per element at list lengths N, the reps
+# keeping the elements per row equal) are compared one by one like every row, and each family
+# is also compared as the ratio of its longest list's count to its shortest's: a change whose
+# cost grows with the list moves the ratio even where a saving elsewhere keeps each row under
+# the threshold. A ratio that grows by more than the threshold fails the gate as a row does
+# (named "backend:path/n<max>:n<min>"; --accept and the trailers match that name).
 #
 # Both revisions are copied out of git first (git archive for the base, the tracked and
 # untracked-but-not-ignored files for the work tree) into /tmp/gate-XXXXXX, so edits made while
@@ -301,8 +312,11 @@ measure() {
       >>"$out/counts-$b-$be.tsv" || { echo "bench_gate.sh: $cg/cg.$n: no row name or total" >&2; exit 2; }
     n=$((n + 1))
   done
+  # The rows expected: the list as the program gives it under Valgrind, where a path the kernel
+  # offers natively may be refused (the write-watch rows exist only for the backends there).
   local want
-  want=$("$tmp/bin/vidmm_gate" --list | wc -l)
+  want=$(cd "$tmp/swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
+           valgrind --tool=none --log-file=/dev/null "$tmp/bin/vidmm_gate" --backend "$be" --list | wc -l)
   if [ $((n - 1)) -ne "$want" ]; then
     echo "bench_gate.sh: $b ($be): $((n - 1)) rows counted, $want expected; see $log" >&2
     exit 2
@@ -345,11 +359,30 @@ compare() {
     echo "bench_gate.sh: rows missing on one side:$(sed -n 's/^M\t/ /p' "$raw" | tr '\n' ' ')" >&2
     exit 2
   fi
+  # Scaling families (see the top): per "backend:path/n" the shortest and longest lists' rows,
+  # one more R line each whose old and new counts are the two ratios, in millionths.
+  awk -F'\t' -v thr="$threshold" '
+    $1 == "R" && match($4, /\/n[0-9]+$/) {
+      fam = substr($4, 1, RSTART); n = substr($4, RSTART + 2) + 0
+      if (!(fam in lo) || n < lo[fam]) { lo[fam] = n; lo_o[fam] = $5; lo_n[fam] = $6 }
+      if (!(fam in hi) || n > hi[fam]) { hi[fam] = n; hi_o[fam] = $5; hi_n[fam] = $6 }
+    }
+    END {
+      for (fam in lo) {
+        if (lo[fam] == hi[fam] || lo_o[fam] <= 0 || lo_n[fam] <= 0) continue
+        ro = hi_o[fam] * 1e6 / lo_o[fam]; rn = hi_n[fam] * 1e6 / lo_n[fam]
+        ch = (rn - ro) * 100.0 / ro
+        reg = ch > thr
+        printf "R\t%d\t%.6f\t%sn%d:n%d\t%d\t%d\t%.6f\tratio\n", reg ? 0 : 1, reg ? -ch : 0, fam, hi[fam], lo[fam], ro, rn, ch
+      }
+    }' "$raw" >"$raw.scaling"
+  cat "$raw.scaling" >>"$raw"
   {
     echo "# $title"
     printf '%-46s %14s %14s %10s\n' "row (backend:path)" "old Ir" "new Ir" "change"
     grep '^R' "$raw" | LC_ALL=C sort -t"$(printf '\t')" -k2,2n -k3,3g -k4,4 |
-      awk -F'\t' '{ printf "%-46s %14d %14d %+9.3f%%%s\n", $4, $5, $6, $7, $2 == 0 ? "  REGRESSION" : "" }'
+      awk -F'\t' '{ printf "%-46s %14d %14d %+9.3f%%%s\n", $4, $5, $6, $7,
+                     ($2 == 0 ? "  REGRESSION" : "") ($8 == "ratio" ? "  (ratio x 1e6: longest list / shortest)" : "") }'
     awk -F'\t' -v thr="$threshold" '
       { a = $7 < 0 ? -$7 : $7; if (a > m) m = a; if ($5 != $6) c++; if ($2 == 0) r++; n++ }
       END { printf "# %d rows: %d changed, %d over +%s%%, largest |change| %.4f%%\n", n, c, r, thr, m }' "$raw"
@@ -443,9 +476,14 @@ fi
 # The gate.
 # ---------------------------------------------------------------------------------------------
 base_note=
+no_base() {
+  echo "bench_gate.sh: no base revision: $1. The gate compares two revisions and will not pass by" >&2
+  echo "  comparing the tree with itself: fetch the history (git fetch --unshallow) or name one with --base REV" >&2
+  exit 2
+}
 if [ -z "$base" ]; then
   if [ "$in_git" -eq 0 ]; then
-    base_note="not a git checkout: comparing the tree with itself"
+    no_base "not a git checkout"
   else
     for ref in main origin/main; do
       if mb=$(git -C "$root" merge-base HEAD "$ref" 2>/dev/null) &&
@@ -459,24 +497,22 @@ if [ -z "$base" ]; then
       if git -C "$root" rev-parse -q --verify 'HEAD~1^{commit}' >/dev/null; then
         base=HEAD~1
         base_note="HEAD~1 (the last commit is gated)"
+      elif [ "$(git -C "$root" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
+        no_base "HEAD's parent is not in this shallow clone"
       elif git -C "$root" rev-parse -q --verify 'HEAD^{commit}' >/dev/null; then
-        base_note="HEAD has no parent here (one commit, or a shallow clone): comparing the tree with itself"
+        no_base "HEAD has no parent (a clone with one commit)"
       else
-        base_note="no commit yet: comparing the tree with itself"
+        no_base "no commit yet"
       fi
     fi
   fi
 fi
+[ "$in_git" -eq 1 ] || no_base "--base $base, but not a git checkout"
 snapshot_worktree "$tmp/new"
-if [ -n "$base" ]; then
-  rev=$(git -C "$root" rev-parse --verify -q "$base^{commit}") || { echo "bench_gate.sh: $base: no such revision" >&2; exit 2; }
-  say "old: $base = $(git -C "$root" log -1 --format='%h %s' "$rev" | cut -c1-100)${base_note:+ ($base_note)}"
-  snapshot_rev "$rev" "$tmp/old"
-  old_src="$tmp/old"
-else
-  say "old: the work tree - $base_note"
-  old_src="$tmp/new"
-fi
+rev=$(git -C "$root" rev-parse --verify -q "$base^{commit}") || { echo "bench_gate.sh: $base: no such revision" >&2; exit 2; }
+say "old: $base = $(git -C "$root" log -1 --format='%h %s' "$rev" | cut -c1-100)${base_note:+ ($base_note)}"
+snapshot_rev "$rev" "$tmp/old"
+old_src="$tmp/old"
 dirty=
 [ "$in_git" -eq 1 ] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null && dirty=" with uncommitted changes"
 say "new: the work tree$dirty"
@@ -491,15 +527,13 @@ for bname in old new; do
   done
 done
 echo
-compare old new "instructions per row (Callgrind), old = ${base:-the work tree}, new = the work tree"
+compare old new "instructions per row (Callgrind), old = $base, new = the work tree"
 echo
 # Accepted slowdowns: --accept, and the Bench-gate-accept trailers of the commits gated.
-if [ -n "$base" ]; then
-  while IFS= read -r line; do
-    re=${line%% *}
-    [ -n "$re" ] && accept="${accept:+$accept|}($re)"
-  done < <(git -C "$root" log --format=%B "$rev..HEAD" | sed -n 's/^Bench-gate-accept: *//p')
-fi
+while IFS= read -r line; do
+  re=${line%% *}
+  [ -n "$re" ] && accept="${accept:+$accept|}($re)"
+done < <(git -C "$root" log --format=%B "$rev..HEAD" | sed -n 's/^Bench-gate-accept: *//p')
 if [ -n "$accept" ] && [ -n "$flagged" ]; then
   ok=$(printf '%s\n' "$flagged" | grep -E -- "$accept" || true)
   if [ -n "$ok" ]; then

@@ -398,6 +398,51 @@ static void rows_swizzle(void)
     }
 }
 
+/* tile_runs() alone (lib/kernels/swizzle_walk.c): an equation of 4 KiB blocks 16 bytes wide and
+ * 256 rows tall (x0..x3 at address bits 0-3, then y1, y0, y2..y7: y0 not right above the run, so
+ * rows do not pair into 32-byte granules and no backend kernel takes them). Every tile row is
+ * one 16-byte run, and the tile walk moves it in tile_runs()' row loop: what a row of that loop
+ * costs is most of this row's count. In the layout rows above, the backends' pair and quad
+ * kernels move most rows and tile_runs() only the odd ones: a volatile load per row of it moved
+ * them by at most 0.33%. A 256x256 surface of 4-byte elements, whole, 4 times each way. */
+static struct vidmm_equation eq_rows;
+
+static void rows_tile_runs(void)
+{
+    memset(&eq_rows, 0, sizeof(eq_rows));
+    eq_rows.bits = 12;
+    for (uint32_t b = 0; b < 12; b++) {
+        eq_rows.term[b][0].channel = b < 4 ? VIDMM_EQ_X : VIDMM_EQ_Y;
+        eq_rows.term[b][0].bit = (uint8_t)(b < 4 ? b : b == 4 ? 1 : b == 5 ? 0 : b - 4);
+    }
+    const struct swz_family f = { "eq_rows", VIDMM_TILING_EQUATION, false, 0 };
+    const uint32_t side = 256;
+    const unsigned reps = 4;
+    for (int dir = 0; dir < 2; dir++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%s/eq_rows/%ux%u", dir == 0 ? "swizzle" : "deswizzle", side, side);
+        if (!row_wanted(name))
+            continue;
+        struct vidmm_tile_layout L;
+        struct vidmm_surface_desc S;
+        swz_describe(&f, side, &L, &S);
+        L.equation = &eq_rows;
+        uint64_t tiled = 0;
+        const size_t lin = (size_t)side * side * 4;
+        int rc = vidmm_surface_tiled_size(&L, &S, &tiled);
+        if (rc != 0 || tiled > g_tiled_cap) {
+            row_setup_failed(name, "vidmm_surface_tiled_size", rc != 0 ? rc : VIDMM_E_NO_MEMORY);
+            continue;
+        }
+        for (unsigned r = 0; r <= reps; r++) {
+            if (r == 1)
+                row_begin();
+            rc |= swz_call(dir == 0, &L, &S, NULL, (size_t)tiled, lin, 0);
+        }
+        row_end(name, reps, rc);
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The video memory manager (include/vidmm/device.h), through the public API.
  * ------------------------------------------------------------------------------------------- */
@@ -704,6 +749,538 @@ static void rows_engine(void)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The paths users run that the rows above miss (issue 25): one-reference submissions, lists of
+ * allocations of distinct priorities, swizzling-range locks, write-watch, swizzle plans, WDDM2
+ * residency, translation and offer/reclaim.
+ *
+ * Rows named ".../n<N>" form a scaling family: the same work per element at two list lengths,
+ * the reps chosen so that each row handles SCALE_ELEMS elements. tools/bench_gate.sh compares
+ * each row and also the ratio of the longest list's count to the shortest's: a step whose cost
+ * grows with the list (a linear search where a binary one was, a walk of the whole list per
+ * element) moves that ratio, even where a saving elsewhere keeps each row under the threshold.
+ * ------------------------------------------------------------------------------------------- */
+
+#define SCALE_ELEMS 16384u
+static const uint32_t scale_lengths[] = { 256, 1024 };
+#define NSCALE (sizeof(scale_lengths) / sizeof(scale_lengths[0]))
+
+/* The priority of list element 'i': every element its own, so the eviction order keeps one
+ * bucket per element (lib/engine/victims.c) and each touch looks its bucket up - where every
+ * other row's allocations share VIDMM_PRIORITY_NORMAL, one bucket. A linear bucket search made
+ * a submit of 4096 such allocations 22x slower and the rows of one priority 1.3% faster. */
+static uint32_t prio_of(uint32_t i)
+{
+    return VIDMM_PRIORITY_LOW + i * 0x1000u;
+}
+
+/* A device of one segment as gate_device() makes it, with device flags 'dev_flags' and
+ * 'ranges' swizzling ranges. */
+static int gate_device_ex(uint64_t size, uint32_t seg_flags, uint32_t dev_flags, uint32_t ranges,
+                          vidmm_device **out)
+{
+    struct vidmm_segment_desc s;
+    memset(&s, 0, sizeof(s));
+    s.base_address = SEG_BASE;
+    s.size = size;
+    s.commit_limit = size;
+    s.flags = seg_flags;
+    struct vidmm_device_desc d = VIDMM_DEVICE_DESC_INIT;
+    d.segments = &s;
+    d.segment_count = 1;
+    d.flags = dev_flags;
+    d.swizzling_ranges = ranges;
+    d.paging_threads = 0;
+    d.sysmem_reserve = 256 * MiB;
+    d.memory_tier = VIDMM_TIER_BASE;
+    d.io_backend = VIDMM_IO_SYNC;
+    return vidmm_device_create(&d, out);
+}
+
+/* 'n' allocations of 'size' bytes, element i of priority prio_of(i) (of process 'process'),
+ * made resident (WDDM1) or put on the residency list (WDDM2). */
+static int prio_list(vidmm_device *dev, uint32_t n, uint64_t size, uint32_t process, bool wddm2, vidmm_handle *h)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        struct vidmm_alloc_desc d = alloc_desc(size, 0);
+        d.priority = prio_of(i);
+        d.process = process;
+        rc = vidmm_alloc_create(dev, &d, &h[i]);
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i += 256) {
+        uint32_t k = n - i < 256 ? n - i : 256;
+        if (!wddm2) {
+            rc = vidmm_make_resident(dev, h + i, k, NULL);
+            continue;
+        }
+        struct vidmm_make_resident_args a = { .size_of = sizeof(a), .allocations = h + i, .count = k };
+        rc = vidmm_wddm2_make_resident(dev, &a);
+        if (rc == VIDMM_PENDING)
+            rc = vidmm_wddm2_paging_fence_wait(dev, a.paging_fence, UINT64_MAX);
+    }
+    return rc;
+}
+
+/* vidmm_submit() of one allocation, resident and written by each submission, the fence
+ * signalled at once: the call an emulator makes per draw that names one buffer. A slowdown of
+ * the one-reference path hid in the 64-reference row's per-list work. */
+static void row_submit_one(void)
+{
+    const char *name = "engine/submit_one/65536";
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 1000;
+    vidmm_device *dev = NULL;
+    struct vidmm_alloc_ref ref = { 0, VIDMM_REF_WRITE };
+    int rc = gate_device(16 * MiB, 0, false, NULL, 0, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(64 * KiB, 0);
+    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &ref.allocation)) == 0)
+        rc = vidmm_make_resident(dev, &ref.allocation, 1, NULL);
+    if (rc != 0) {
+        row_setup_failed(name, "building the device", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        uint64_t fence = 0;
+        int e = vidmm_submit(dev, &ref, 1, 0, NULL, &fence);
+        if (e == 0)
+            e = vidmm_fence_signal(dev, fence);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+}
+
+/* A resident list of 'n' 4 KiB allocations of distinct priorities submitted (written, the
+ * fence signalled at once) or made resident again, SCALE_ELEMS elements per row. */
+static void row_prio_list(uint32_t n, bool submit)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "engine/%s_prio/n%u", submit ? "submit" : "make_resident", (unsigned)n);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = SCALE_ELEMS / n;
+    vidmm_device *dev = NULL;
+    vidmm_handle *h = calloc(n, sizeof(*h));
+    struct vidmm_alloc_ref *refs = calloc(n, sizeof(*refs));
+    int rc = h != NULL && refs != NULL ? gate_device((uint64_t)n * 4 * KiB, 0, false, NULL, 0, &dev)
+                                       : VIDMM_E_NO_MEMORY;
+    if (rc == 0)
+        rc = prio_list(dev, n, 4 * KiB, 0, false, h);
+    if (rc != 0) {
+        row_setup_failed(name, "building the list", rc);
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        refs[i].allocation = h[i];
+        refs[i].flags = VIDMM_REF_WRITE;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        int e;
+        if (submit) {
+            uint64_t fence = 0;
+            e = vidmm_submit(dev, refs, n, 0, NULL, &fence);
+            if (e == 0)
+                e = vidmm_fence_signal(dev, fence);
+        } else {
+            e = vidmm_make_resident(dev, h, n, NULL);
+        }
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+out:
+    vidmm_device_destroy(dev);
+    free(h);
+    free(refs);
+}
+
+/* row_submit()'s pressure case with distinct priorities: two lists of 'n' 4 KiB allocations
+ * in turn into a segment that holds one, so each submission takes its victims out of n
+ * buckets and puts n allocations into buckets of their own. */
+static void row_pressure_prio(uint32_t n)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "engine/submit_pressure_prio/%ux4096", (unsigned)n);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 10;
+    vidmm_device *dev = NULL;
+    struct vidmm_alloc_ref *refs = calloc(2 * n, sizeof(*refs));
+    int rc = refs != NULL ? gate_device((uint64_t)n * 4 * KiB, 0, false, NULL, 0, &dev) : VIDMM_E_NO_MEMORY;
+    for (uint32_t i = 0; i < 2 * n && rc == 0; i++) {
+        struct vidmm_alloc_desc d = alloc_desc(4 * KiB, 0);
+        d.priority = prio_of(i);
+        rc = vidmm_alloc_create(dev, &d, &refs[i].allocation);
+        refs[i].flags = VIDMM_REF_WRITE;
+    }
+    if (rc != 0) {
+        row_setup_failed(name, "building the lists", rc);
+        vidmm_device_destroy(dev);
+        free(refs);
+        return;
+    }
+    unsigned half = 0;
+    for (unsigned r = 0; r <= reps + 3 && rc == 0; r++) {
+        if (r == 4)
+            row_begin();
+        uint64_t fence = 0;
+        int e = vidmm_submit(dev, refs + half * n, n, 0, NULL, &fence);
+        if (e == 0)
+            e = vidmm_fence_signal(dev, fence);
+        half ^= 1u;
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+    free(refs);
+}
+
+/* Swizzling-range locks (spec 8.3): a SWIZZLED block-linear surface of 256 x 256 4-byte elements
+ * resident in a CPU-visible segment of a device with two ranges; each rep locks it through a
+ * range (the engine untiles it into the view), writes one byte in every 16th page of the view,
+ * and unlocks (what was written is tiled back: the pages a write-watch saw, or the whole view
+ * where there is none). 'mode': 0 the whole surface, 1 READ_ONLY (nothing goes back), 2 a
+ * narrow lock of a 64 x 64 box off the tile grid (vidmm_lock_region(): that box only). Every
+ * row's allocation has the same size and a device of its own: a range view that grows between
+ * two allocations of different sizes crashed in range_open() (lib/engine/lock.c, issue 25), and
+ * these rows measure the lock, not that case. */
+#define RANGE_SIDE 256u
+static void row_lock_range(int mode)
+{
+    static const char *const names[] = { "engine/lock_range/bl256x256", "engine/lock_range_read/bl256x256",
+                                         "engine/lock_region/bl256x256/box64" };
+    const char *name = names[mode];
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 16;
+    struct vidmm_tile_layout L = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    struct vidmm_surface_desc S;
+    swz_describe(&families[0], RANGE_SIDE, &L, &S);
+    uint64_t tiled = 0, linear = (uint64_t)RANGE_SIDE * RANGE_SIDE * 4;
+    vidmm_device *dev = NULL;
+    vidmm_handle h = 0;
+    int rc = vidmm_surface_tiled_size(&L, &S, &tiled);
+    if (rc == 0)
+        rc = gate_device_ex(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, 0, 2, &dev);
+    if (rc == 0) {
+        struct vidmm_alloc_desc d = alloc_desc(tiled, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_SWIZZLED);
+        d.layout = &L;
+        d.surface = &S;
+        if ((rc = vidmm_alloc_create(dev, &d, &h)) == 0 && (rc = vidmm_make_resident(dev, &h, 1, NULL)) == 0)
+            rc = vidmm_gpu_access(dev, h, 0, g_src, (size_t)tiled, true);
+    }
+    if (rc != 0) {
+        row_setup_failed(name, "building the surface", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        struct vidmm_lock_args la;
+        memset(&la, 0, sizeof(la));
+        la.allocation = h;
+        la.flags = VIDMM_LOCK_ACQUIRE_APERTURE | (mode == 1 ? VIDMM_LOCK_READ_ONLY : 0);
+        int e;
+        if (mode == 2) {
+            struct vidmm_lock_region reg = VIDMM_LOCK_REGION_INIT;
+            reg.flags = VIDMM_LOCK_REGION_BOX;
+            reg.mip = reg.layer = 0;
+            reg.box = (struct vidmm_box){ RANGE_SIDE / 2 + SWZ_BOX_DX, RANGE_SIDE / 4 + SWZ_BOX_DY, 0, SWZ_BOX, SWZ_BOX, 1 };
+            e = vidmm_lock_region(dev, &la, &reg);
+            /* One element of every 8th row of the box. */
+            for (uint32_t y = 0; e == 0 && y < SWZ_BOX; y += 8)
+                ((unsigned char *)la.data)[y * reg.row_pitch] = (unsigned char)(r + y);
+        } else {
+            e = vidmm_lock(dev, &la);
+            for (uint64_t off = 0; e == 0 && mode == 0 && off < linear; off += 16 * 4096)
+                ((unsigned char *)la.data)[off + r * 64] = (unsigned char)(r + off);
+        }
+        if (e == 0)
+            e = vidmm_unlock(dev, 1, &h);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+}
+
+/* Write-watch (include/vidmm/writewatch.h) of a 1 MiB region: each rep writes one byte in 32 of
+ * its 256 pages and gets and resets the written pages (GetWriteWatch with WRITE_WATCH_FLAG_RESET),
+ * once per backend this machine gives. The mprotect backend's count includes its SIGSEGV
+ * handler (32 signals a rep). A backend the kernel refuses has no row: --list then leaves it
+ * out as well, and tools/bench_gate.sh takes the list it expects from a run under Valgrind. */
+#define WW_PAGES 256u
+static void row_writewatch(enum vidmm_writewatch_backend be)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "writewatch/%s/get_reset/%u", vidmm_writewatch_backend_name(be), WW_PAGES);
+    /* Whether the backend is there: a region created and destroyed, quietly. */
+    unsigned char *mem = mmap(NULL, WW_PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return;
+    memset(mem, 0, WW_PAGES * 4096);
+    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+    d.base = mem;
+    d.size = WW_PAGES * 4096;
+    d.backend = be;
+    d.flags = VIDMM_WRITEWATCH_QUIET;
+    vidmm_writewatch *ww = NULL;
+    if (vidmm_writewatch_create(&d, &ww) != 0 || !row_wanted(name)) {
+        vidmm_writewatch_destroy(ww);
+        munmap(mem, WW_PAGES * 4096);
+        return;
+    }
+    const unsigned reps = 50;
+    uint64_t pages[WW_PAGES];
+    size_t count = 0;
+    int rc = vidmm_writewatch_reset(ww);
+    bool wrong = false;
+    for (unsigned r = 0; r <= reps && rc == 0; r++) {
+        if (r == 1)
+            row_begin();
+        for (uint32_t p = r % 8; p < WW_PAGES; p += 8)
+            mem[p * 4096 + r] = (unsigned char)r;
+        rc |= vidmm_writewatch_get(ww, true, pages, WW_PAGES, &count);
+        wrong |= count != WW_PAGES / 8;
+    }
+    row_end(name, reps, rc);
+    if (rc == 0 && wrong) {
+        g_failed++;
+        fprintf(stderr, "vidmm_gate: %s: the write-watch did not report the 32 pages written\n", name);
+    }
+    vidmm_writewatch_destroy(ww);
+    munmap(mem, WW_PAGES * 4096);
+}
+
+/* Swizzle plans (include/vidmm/swizzle.h): a plan of mip 0 of a 1024x1024 surface made once,
+ * then 16 boxes of 64x64 through it (the one-shot box rows' work without the per-call
+ * descriptor checks and cache lookup); and the plan's making and freeing itself. */
+static void row_swizzle_plan(const struct swz_family *f, int what)
+{
+    char name[64];
+    static const char *const what_names[] = { "swizzle_plan", "deswizzle_plan", "swizzle_plan_create" };
+    snprintf(name, sizeof(name), "%s/%s/%s", what_names[what], f->name, what == 2 ? "1024x1024" : "box64");
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 16;
+    const uint32_t side = swz_sides[NSIDES - 1];
+    struct vidmm_tile_layout L;
+    struct vidmm_surface_desc S;
+    swz_describe(f, side, &L, &S);
+    vidmm_swizzle_plan *plan = NULL;
+    int rc = vidmm_swizzle_plan_create(&L, &S, 0, 0, NULL, &plan);
+    struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
+    if (rc == 0)
+        rc = vidmm_swizzle_plan_info(plan, &info);
+    if (rc == 0 && info.tiled_size > g_tiled_cap)
+        rc = VIDMM_E_NO_MEMORY;
+    if (rc != 0) {
+        row_setup_failed(name, "vidmm_swizzle_plan_create", rc);
+        vidmm_swizzle_plan_destroy(plan);
+        return;
+    }
+    uint32_t bx = side / 2 + SWZ_BOX_DX;
+    struct vidmm_box box = { f->byte_columns ? bx * 4 : bx, side / 2 + SWZ_BOX_DY, 0,
+                             f->byte_columns ? SWZ_BOX * 4 : SWZ_BOX, SWZ_BOX, 1 };
+    const size_t pitch = (size_t)box.width * S.element_bytes, lin = pitch * box.height;
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        if (what == 0) {
+            rc |= vidmm_swizzle_plan_swizzle(plan, &box, g_tiled, (size_t)info.tiled_size, g_src, lin, pitch,
+                                             lin);
+        } else if (what == 1) {
+            rc |= vidmm_swizzle_plan_deswizzle(plan, &box, g_tiled, (size_t)info.tiled_size, g_dst, lin, pitch,
+                                               lin);
+        } else {
+            vidmm_swizzle_plan *p = NULL;
+            rc |= vidmm_swizzle_plan_create(&L, &S, 0, 0, NULL, &p);
+            vidmm_swizzle_plan_destroy(p);
+        }
+    }
+    row_end(name, reps, rc);
+    vidmm_swizzle_plan_destroy(plan);
+}
+
+/* WDDM2 (include/vidmm/wddm2.h): MakeResident + Evict of a resident list of 'n' 4 KiB
+ * allocations of distinct priorities (the reference count goes 1 -> 2 -> 1: nothing is paged),
+ * SCALE_ELEMS elements per row. */
+#define W2_PROCESS 7u
+static void row_w2_residency(uint32_t n)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "wddm2/make_resident_evict_prio/n%u", (unsigned)n);
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = SCALE_ELEMS / n;
+    vidmm_device *dev = NULL;
+    vidmm_handle *h = calloc(n, sizeof(*h));
+    int rc = h != NULL ? gate_device_ex((uint64_t)n * 4 * KiB, 0, VIDMM_DEVICE_WDDM2, 0, &dev) : VIDMM_E_NO_MEMORY;
+    if (rc == 0)
+        rc = prio_list(dev, n, 4 * KiB, W2_PROCESS, true, h);
+    if (rc != 0) {
+        row_setup_failed(name, "building the residency list", rc);
+        vidmm_device_destroy(dev);
+        free(h);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        struct vidmm_make_resident_args mr = { .size_of = sizeof(mr), .allocations = h, .count = n };
+        struct vidmm_evict_args ev = { .size_of = sizeof(ev), .allocations = h, .count = n };
+        int e = vidmm_wddm2_make_resident(dev, &mr);
+        if (e == 0)
+            e = vidmm_wddm2_evict(dev, &ev);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+    free(h);
+}
+
+/* WDDM2 GPU virtual addresses: 64 allocations of 64 KiB on the residency list, mapped one after
+ * the other in one reservation. Rows: 4096 translations spread over the 4 MiB (what the
+ * emulator's GPU does per access), vidmm_va_submit() of the 64 ranges (written; the fence
+ * signalled at once), and offer + reclaim of the 64 (nothing discarded: no memory pressure). */
+#define W2_ALLOCS 64u
+static void rows_w2_va(void)
+{
+    static const char *const names[] = { "wddm2/va_translate/4096", "wddm2/va_submit/64x65536",
+                                         "wddm2/offer_reclaim/64x65536" };
+    bool want[3];
+    bool any = false;
+    for (int i = 0; i < 3; i++)
+        any |= want[i] = row_wanted(names[i]);
+    if (!any)
+        return;
+    const uint64_t size = 64 * KiB;
+    vidmm_device *dev = NULL;
+    vidmm_va_space *sp = NULL;
+    vidmm_handle h[W2_ALLOCS];
+    struct vidmm_va_ref refs[W2_ALLOCS];
+    uint64_t va = 0;
+    int rc = gate_device_ex(W2_ALLOCS * size + 16 * MiB, 0, VIDMM_DEVICE_WDDM2, 0, &dev);
+    for (uint32_t i = 0; i < W2_ALLOCS && rc == 0; i++) {
+        struct vidmm_alloc_desc d = alloc_desc(size, 0);
+        d.process = W2_PROCESS;
+        rc = vidmm_alloc_create(dev, &d, &h[i]);
+    }
+    if (rc == 0) {
+        struct vidmm_make_resident_args mr = { .size_of = sizeof(mr), .allocations = h, .count = W2_ALLOCS };
+        rc = vidmm_wddm2_make_resident(dev, &mr);
+        if (rc == VIDMM_PENDING)
+            rc = vidmm_wddm2_paging_fence_wait(dev, mr.paging_fence, UINT64_MAX);
+    }
+    if (rc == 0)
+        rc = vidmm_va_space_create(dev, W2_PROCESS, &sp);
+    if (rc == 0)
+        rc = vidmm_va_reserve(sp, 0, W2_ALLOCS * size, &va);
+    for (uint32_t i = 0; i < W2_ALLOCS && rc == 0; i++) {
+        rc = vidmm_va_map(sp, va + i * size, h[i], 0, size);
+        refs[i] = (struct vidmm_va_ref){ va + i * size, size, VIDMM_REF_WRITE, 0 };
+    }
+    /* The mappings' page-table updates run with the first submission's paging. */
+    uint64_t fence = 0;
+    if (rc == 0 && (rc = vidmm_va_submit(sp, refs, W2_ALLOCS, 0, &fence)) == 0)
+        rc = vidmm_fence_signal(dev, fence);
+    if (rc != 0) {
+        for (int i = 0; i < 3; i++)
+            if (want[i])
+                row_setup_failed(names[i], "building the VA space", rc);
+        vidmm_va_space_destroy(sp);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    if (want[0]) {
+        const unsigned reps = 4096;
+        rc = 0;
+        uint64_t sum = 0;
+        for (unsigned r = 0; r <= reps; r++) {
+            if (r == 1)
+                row_begin();
+            struct vidmm_va_translation t;
+            /* A prime stride: every allocation, every page, offsets within pages. */
+            int e = vidmm_va_translate(sp, va + ((uint64_t)r * 40961u) % (W2_ALLOCS * size), &t);
+            sum += t.offset;
+            rc |= e;
+        }
+        row_end(names[0], reps, rc);
+        if (rc == 0 && sum == 0) {
+            g_failed++;
+            fprintf(stderr, "vidmm_gate: %s: every translation gave offset 0\n", names[0]);
+        }
+    }
+    if (want[1]) {
+        const unsigned reps = 100;
+        rc = 0;
+        for (unsigned r = 0; r <= reps; r++) {
+            if (r == 1)
+                row_begin();
+            int e = vidmm_va_submit(sp, refs, W2_ALLOCS, 0, &fence);
+            if (e == 0)
+                e = vidmm_fence_signal(dev, fence);
+            rc |= e;
+        }
+        row_end(names[1], reps, rc);
+    }
+    if (want[2]) {
+        const unsigned reps = 20;
+        rc = 0;
+        uint32_t results[W2_ALLOCS];
+        bool lost = false;
+        for (unsigned r = 0; r <= reps; r++) {
+            if (r == 1)
+                row_begin();
+            struct vidmm_offer_args of = { .size_of = sizeof(of), .allocations = h, .count = W2_ALLOCS,
+                                           .priority = VIDMM_OFFER_PRIORITY_NORMAL };
+            struct vidmm_reclaim_args rec = { .size_of = sizeof(rec), .allocations = h, .count = W2_ALLOCS,
+                                              .results = results };
+            int e = vidmm_offer(dev, &of);
+            if (e == 0)
+                e = vidmm_reclaim(dev, &rec);
+            for (uint32_t i = 0; e == 0 && i < W2_ALLOCS; i++)
+                lost |= results[i] != VIDMM_RECLAIM_OK;
+            rc |= e;
+        }
+        row_end(names[2], reps, rc);
+        if (rc == 0 && lost) {
+            g_failed++;
+            fprintf(stderr, "vidmm_gate: %s: content discarded without memory pressure\n", names[2]);
+        }
+    }
+    vidmm_va_space_destroy(sp);
+    vidmm_device_destroy(dev);
+}
+
+static void rows_users(void)
+{
+    row_submit_one();
+    for (size_t i = 0; i < NSCALE; i++)
+        row_prio_list(scale_lengths[i], true);
+    for (size_t i = 0; i < NSCALE; i++)
+        row_prio_list(scale_lengths[i], false);
+    row_pressure_prio(64);
+    for (int mode = 0; mode < 3; mode++)
+        row_lock_range(mode);
+    row_writewatch(VIDMM_WRITEWATCH_UFFD);
+    row_writewatch(VIDMM_WRITEWATCH_SOFTDIRTY);
+    row_writewatch(VIDMM_WRITEWATCH_MPROTECT);
+    for (int what = 0; what < 3; what++)
+        row_swizzle_plan(&families[0], what);
+    for (int what = 0; what < 2; what++)
+        row_swizzle_plan(&families[1], what);
+    for (size_t i = 0; i < NSCALE; i++)
+        row_w2_residency(scale_lengths[i]);
+    rows_w2_va();
+}
+
+/* ---------------------------------------------------------------------------------------------
  * main.
  * ------------------------------------------------------------------------------------------- */
 
@@ -768,7 +1345,9 @@ int main(int argc, char **argv)
     rows_fill();
     rows_flush();
     rows_swizzle();
+    rows_tile_runs();
     rows_engine();
+    rows_users();
     if (!g_list && !RUNNING_ON_VALGRIND)
         printf("# %d rows in %.2f s, %d failed\n", g_rows, now_s() - t0, g_failed);
     return g_failed ? 1 : 0;
