@@ -221,7 +221,7 @@ static double fio_run(int write, size_t bs, uint32_t qd, bool direct, size_t siz
 static void fio_measure(const struct io_spec *sp, bool direct)
 {
     struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
-    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : FIO_RUNS_QUICK;
+    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : b_env.mode == B_MODE_SMOKE ? 1 : FIO_RUNS_QUICK;
     if (ff->runs >= runs)
         return;
     if (!fio_present()) {
@@ -325,7 +325,7 @@ static double io_loops(struct io_fixture *f, int op)
 static void io_pairs(const struct io_spec *sp, struct io_fixture *fu, bool direct)
 {
     struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
-    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : IO_PAIRS_QUICK;
+    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : b_env.mode == B_MODE_SMOKE ? 1 : IO_PAIRS_QUICK;
     if (ff->npairs > 0 || !fio_present())
         return;
     struct io_spec ts = *sp;
@@ -726,7 +726,7 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
 static void sw_rounds(const struct sw_spec *sp, struct sw_fixture *f)
 {
     size_t si = (size_t)(sp - sw_specs);
-    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : IO_PAIRS_QUICK;
+    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : b_env.mode == B_MODE_SMOKE ? 1 : IO_PAIRS_QUICK;
     if (sw_nrounds[si] > 0 || !fio_present())
         return;
     struct vidmm_lock_args la;
