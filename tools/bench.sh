@@ -107,7 +107,7 @@ t0=$(date +%s)
 if [ "$build" -eq 1 ]; then
   # vidmm_install_set: what 'cmake --install' of this tree installs (the library, vidmm-info), so
   # that the README's install step works after the main job too.
-  printf 'bench.sh: building vidmm_bench and the installed files in %s (log: %s) ... ' "$build_dir" "$run_dir/build.log"
+  printf 'bench.sh: building vidmm_bench and what installs in %s (log: %s) ... ' "$build_dir" "$run_dir/build.log"
   set +e
   {
     if [ "$build_dir" = "$root/build/release" ]; then

@@ -63,4 +63,5 @@ set_target_properties(bench_wddm2_residency PROPERTIES C_STANDARD 11 C_STANDARD_
 # Both run once, briefly, as tests (figures not read): a call that fails exits 1.
 add_test(NAME bench_wddm2_translate_smoke COMMAND bench_wddm2_translate 1 65536)
 add_test(NAME bench_wddm2_residency_smoke COMMAND bench_wddm2_residency 1)
-set_tests_properties(bench_wddm2_translate_smoke bench_wddm2_residency_smoke PROPERTIES LABELS bench TIMEOUT 120)
+set_tests_properties(bench_wddm2_translate_smoke bench_wddm2_residency_smoke
+                     PROPERTIES LABELS bench TIMEOUT 120)
