@@ -31,7 +31,9 @@ extern const size_t b_sizes[B_NSIZES];
  * this size. (On the Zen 3 machine it measured ~7 ns per dirty line, not a problem there.) */
 #define B_QUICK_CLFLUSH_MAX (4 * B_MiB)
 
-enum b_mode { B_MODE_QUICK = 0, B_MODE_FULL = 1, B_MODE_TARGETS = 2 };
+/* B_MODE_SMOKE: every case of quick mode once, as briefly as it runs (ctest's bench_smoke), so that a
+ * case that cannot run fails a test before it fails the main job; its figures mean nothing. */
+enum b_mode { B_MODE_QUICK = 0, B_MODE_FULL = 1, B_MODE_TARGETS = 2, B_MODE_SMOKE = 3 };
 
 /* What a case calls in its timed loop. */
 enum b_call {

@@ -40,10 +40,15 @@
  *       1 MiB system-memory budget and its swap file beside the I/O cases' files; io_backend AUTO
  *       (which must give io_uring, else the case is skipped) or THREADS, default queue depth. The
  *       allocation is never placed (its locks give the system-memory backing store); its content
- *       is written once and checked after the first read-back. Untimed, before each lock:
- *       vidmm_trim_to_budget(wait), then vidmm_alloc_query() must say VIDMM_WHERE_DISK (the case
- *       fails, saying what it found, if it never does), and where the file is not O_DIRECT
- *       fdatasync + POSIX_FADV_DONTNEED, so the read-back reaches the device. Timed: the lock,
+ *       is written once and checked after the first read-back. The swap file is created by the
+ *       case before the device (a file the device finds at swap_path is used and left in place,
+ *       where the device would make its own nameless), so that the case holds a descriptor of it.
+ *       Untimed, before each lock: vidmm_trim_to_budget(wait), then vidmm_alloc_query() must say
+ *       VIDMM_WHERE_DISK (the case fails, saying what it found, if it never does); where the file
+ *       is not O_DIRECT, fdatasync + POSIX_FADV_DONTNEED; and either way mincore() over the whole
+ *       file must find none of its pages in the page cache, so the read-back reaches the device
+ *       (a file system that keeps them, such as tmpfs, has no device: the case is skipped there,
+ *       and fails if it happens after the first lock). Timed: the lock,
  *       which reads the allocation back and waits for it, and the unlock (which only queues the
  *       next write-out). b_case.bytes is 4 MiB: GB/s is the read-back's effective bandwidth.
  *   io/lock_sysmem/uring/4194304      the same pair on the same kind of device with a 64 MiB
@@ -63,12 +68,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,7 +229,7 @@ static double fio_run(int write, size_t bs, uint32_t qd, bool direct, size_t siz
 static void fio_measure(const struct io_spec *sp, bool direct)
 {
     struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
-    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : FIO_RUNS_QUICK;
+    int runs = b_env.mode == B_MODE_FULL ? FIO_RUNS_FULL : b_env.mode == B_MODE_SMOKE ? 1 : FIO_RUNS_QUICK;
     if (ff->runs >= runs)
         return;
     if (!fio_present()) {
@@ -325,7 +333,7 @@ static double io_loops(struct io_fixture *f, int op)
 static void io_pairs(const struct io_spec *sp, struct io_fixture *fu, bool direct)
 {
     struct fio_fig *ff = &fio_figs[sp->write][sp->ibs][sp->iqd];
-    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : IO_PAIRS_QUICK;
+    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : b_env.mode == B_MODE_SMOKE ? 1 : IO_PAIRS_QUICK;
     if (ff->npairs > 0 || !fio_present())
         return;
     struct io_spec ts = *sp;
@@ -524,8 +532,8 @@ struct sw_fixture {
     char why[240];              /* "skip: ..." for a backend that cannot run here */
     vidmm_device *dev;
     vidmm_handle h;
-    char path[512];
-    int fd;                     /* the swap file, for fdatasync + POSIX_FADV_DONTNEED */
+    char path[512];             /* the swap file, created here (the device leaves it in place) */
+    int fd;                     /* the swap file, for fdatasync + POSIX_FADV_DONTNEED + mincore */
     bool direct;                /* the engine opened it with O_DIRECT */
 };
 static struct sw_fixture sw_fixtures[SW_NSPECS];
@@ -543,8 +551,10 @@ static void sw_cleanup(void)
         if (f->fd > 0)
             close(f->fd);
         f->fd = -1;
-        vidmm_device_destroy(f->dev); /* removes the swap file it created */
+        vidmm_device_destroy(f->dev); /* leaves the swap file sw_build() created */
         f->dev = NULL;
+        if (f->path[0] != '\0')
+            unlink(f->path);
     }
 }
 
@@ -560,9 +570,37 @@ static const char *sw_where_name(uint32_t w)
     return w < sizeof(names) / sizeof(names[0]) ? names[w] : "?";
 }
 
+/* The pages of file 'fd' in the page cache (mincore() of a mapping of it, which faults nothing
+ * in), or -1 with errno set. */
+static long sw_cached_pages(int fd)
+{
+    struct stat stt;
+    if (fstat(fd, &stt) != 0)
+        return -1;
+    if (stt.st_size == 0)
+        return 0;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)stt.st_size, n = (len + pg - 1) / pg;
+    unsigned char *vec = malloc(n);
+    void *p = vec == NULL ? MAP_FAILED : mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    long cached = -1;
+    if (p != MAP_FAILED) {
+        if (mincore(p, len, vec) == 0) {
+            cached = 0;
+            for (size_t i = 0; i < n; i++)
+                cached += vec[i] & 1;
+        }
+        munmap(p, len);
+    }
+    free(vec);
+    return cached;
+}
+
 /* Untimed, before every timed lock of a swapped case: the allocation's content only in the swap
- * file (where == DISK), and - without O_DIRECT - not in the page cache either, so the read-back
- * reaches the file system's device as fio's reads do. Returns 0, or -1 with 'why' set. */
+ * file (where == DISK), and none of the file in the page cache - dropped where the file is not
+ * O_DIRECT, never there where it is (checked, not assumed) - so the read-back reaches the file
+ * system's device as fio's reads do. Returns 0; -2 when pages of the file stay in memory (a
+ * file system without a device behind it, such as tmpfs: the case cannot run there); or -1,
+ * with 'why' set either way. */
 static int sw_make_cold(struct sw_fixture *f, char *why, size_t cap)
 {
     struct vidmm_alloc_info info = { .size_of = sizeof(info) };
@@ -600,6 +638,20 @@ static int sw_make_cold(struct sw_fixture *f, char *why, size_t cap)
             return -1;
         }
     }
+    long cached = sw_cached_pages(f->fd);
+    if (cached < 0) {
+        snprintf(why, cap, "mincore() of the swap file: %s", strerror(errno));
+        return -1;
+    }
+    if (cached > 0) {
+        struct statfs sf;
+        long type = fstatfs(f->fd, &sf) == 0 ? (long)sf.f_type : 0;
+        snprintf(why, cap, "%ld pages of the swap file (%s) stay in memory on its file system (%s): no lock "
+                 "reads from a disk there (VIDMM_BENCH_DIR: a directory on one)", cached,
+                 f->direct ? "O_DIRECT" : "buffered, dropped",
+                 type == TMPFS_MAGIC ? "tmpfs" : type == RAMFS_MAGIC ? "ramfs" : "not tmpfs");
+        return -2;
+    }
     return 0;
 }
 
@@ -625,7 +677,16 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
         return -1;
     }
     snprintf(f->path, sizeof(f->path), "%s/swap-%s-%s", io_dir(), sp->variant, sp->backend);
-    unlink(f->path); /* a leftover of a killed run: the device creates and removes its own */
+    /* Created here, with a name (a leftover of a killed run replaced): the device uses a file it
+     * finds at swap_path and leaves it in place (include/vidmm/device.h), where it would create
+     * its own nameless, so this descriptor is of the file the device reads. sw_cleanup() removes
+     * it. */
+    unlink(f->path);
+    if ((f->fd = open(f->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+        snprintf(f->why, sizeof(f->why), "cannot create the swap file %.160s: %s", f->path, strerror(errno));
+        f->path[0] = '\0';
+        return -1;
+    }
 
     struct vidmm_segment_desc seg;
     memset(&seg, 0, sizeof(seg));
@@ -653,10 +714,6 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
         return -1;
     }
     f->direct = s.io_direct != 0;
-    if ((f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0) {
-        snprintf(f->why, sizeof(f->why), "cannot open the swap file %.160s: %s", f->path, strerror(errno));
-        return -1;
-    }
 
     struct vidmm_alloc_desc ad;
     memset(&ad, 0, sizeof(ad));
@@ -686,8 +743,9 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
     struct vidmm_stats a = { .size_of = sizeof(a) }, b = { .size_of = sizeof(b) };
     struct vidmm_alloc_info info = { .size_of = sizeof(info) };
     if (sp->swapped) {
-        if (sw_make_cold(f, why, sizeof(why)) != 0) {
-            snprintf(f->why, sizeof(f->why), "%s", why);
+        if ((rc = sw_make_cold(f, why, sizeof(why))) != 0) {
+            /* A file system that keeps the file in memory is this machine's, not a fault. */
+            snprintf(f->why, sizeof(f->why), "%s%s", rc == -2 ? "skip: " : "", why);
             return -1;
         }
     } else if ((rc = vidmm_trim_to_budget(f->dev, true)) != 0 || (rc = vidmm_alloc_query(f->dev, f->h, &info)) != 0) {
@@ -726,7 +784,7 @@ static int sw_build(const struct sw_spec *sp, struct sw_fixture *f)
 static void sw_rounds(const struct sw_spec *sp, struct sw_fixture *f)
 {
     size_t si = (size_t)(sp - sw_specs);
-    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : IO_PAIRS_QUICK;
+    int want = b_env.mode == B_MODE_FULL ? IO_PAIRS_FULL : b_env.mode == B_MODE_SMOKE ? 1 : IO_PAIRS_QUICK;
     if (sw_nrounds[si] > 0 || !fio_present())
         return;
     struct vidmm_lock_args la;

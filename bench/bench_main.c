@@ -25,7 +25,7 @@ static void help(void)
 {
     fputs("vidmm_bench - vidmm's benchmark suite (Google Benchmark behind a C shim)\n"
           "\n"
-          "  --vbench_mode=quick|full|targets\n"
+          "  --vbench_mode=quick|full|targets|smoke|wall\n"
           "        quick (default): every case, --benchmark_min_time=0.05, 5 repetitions,\n"
           "          random interleaving, CLFLUSH only up to 4 MiB; swizzle: the named backends\n"
           "          on 4 MiB surfaces of 4-byte elements, everything else at AUTO, no boxes of\n"
@@ -37,6 +37,9 @@ static void help(void)
           "          interleaving, CLFLUSH at every size.\n"
           "        targets: only the cases of the issue's target table (and their references),\n"
           "          --benchmark_min_time=0.2, 5 repetitions, random interleaving.\n"
+          "        smoke: every case of quick mode once, as briefly as it runs\n"
+          "          (--benchmark_min_time=0.001, 1 repetition, one paired round): a check\n"
+          "          that each case runs (ctest's bench_smoke), not a measurement.\n"
           "        wall: quick mode's cases, but not through Google Benchmark: each case that has a\n"
           "          memcpy/memset reference is timed in bursts interleaved with it (quads C R R C /\n"
           "          R C C R), its ratio the fastest reference burst over the fastest case burst\n"
@@ -169,11 +172,13 @@ int main(int argc, char **argv)
         b_env.mode = B_MODE_FULL;
     } else if (strcmp(mode_s, "targets") == 0) {
         b_env.mode = B_MODE_TARGETS;
+    } else if (strcmp(mode_s, "smoke") == 0) {
+        b_env.mode = B_MODE_SMOKE;
     } else if (strcmp(mode_s, "wall") == 0) {
         b_env.mode = B_MODE_QUICK;   /* quick mode's case table, timed by b_wall.c */
         wall = true;
     } else {
-        fprintf(stderr, "vidmm_bench: unknown --vbench_mode=%s (quick, full, targets, wall)\n", mode_s);
+        fprintf(stderr, "vidmm_bench: unknown --vbench_mode=%s (quick, full, targets, smoke, wall)\n", mode_s);
         return 2;
     }
     if (wall_peer != NULL && !wall) {
@@ -207,6 +212,12 @@ int main(int argc, char **argv)
         gargv[gargc++] = "--benchmark_min_time=0.05";
         gargv[gargc++] = "--benchmark_repetitions=5";
         gargv[gargc++] = "--benchmark_enable_random_interleaving=true";
+    } else if (b_env.mode == B_MODE_SMOKE) {
+        /* Each case once: the shortest measured time Google Benchmark takes (a case slower than
+         * 1 ms runs one iteration), one repetition, in registration order. */
+        gargv[gargc++] = "--benchmark_min_time=0.001";
+        gargv[gargc++] = "--benchmark_repetitions=1";
+        gargv[gargc++] = "--benchmark_enable_random_interleaving=false";
     } else if (b_env.mode == B_MODE_FULL) {
         gargv[gargc++] = "--benchmark_min_time=0.5";
         gargv[gargc++] = "--benchmark_repetitions=5";

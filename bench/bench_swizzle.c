@@ -299,7 +299,9 @@ static int swz_check(const struct b_case *c, const struct swz_case *z, char *msg
 
 static void swz_pairs(const struct b_case *c, struct swz_case *z)
 {
-    const int want = b_env.mode == B_MODE_FULL ? SWZ_ROUNDS_FULL : SWZ_ROUNDS_QUICK;
+    const int want = b_env.mode == B_MODE_FULL    ? SWZ_ROUNDS_FULL
+                     : b_env.mode == B_MODE_SMOKE ? 1
+                                                  : SWZ_ROUNDS_QUICK;
     unsigned char *mdst = z->whole && z->tile ? b_env.tiled : b_env.dst;
     const unsigned char *msrc = z->whole && !z->tile ? b_env.tiled : b_env.src;
     const size_t n = c->bytes;
@@ -492,10 +494,11 @@ void b_swizzle_body(vbench_state *st, const void *arg)
  *   - 256 KiB surfaces run at AUTO with 4-byte elements only (22 cases, ~10 s).
  * That leaves ~156 cases, ~77 s, plus the 256 KiB surfaces and the plan boxes (10 cases). AUTO is
  * what the targets are read on (4-byte elements).
- * --full runs everything; --vbench_mode=targets runs the target cases, all AUTO. */
+ * --full runs everything; --vbench_mode=targets runs the target cases, all AUTO; --vbench_mode=smoke
+ * quick mode's cases, once each. */
 static const char *quick_skip(enum vidmm_backend b, uint32_t e, size_t surface_bytes, bool whole)
 {
-    if (b_env.mode != B_MODE_QUICK)
+    if (b_env.mode != B_MODE_QUICK && b_env.mode != B_MODE_SMOKE)
         return NULL;
     if (!whole && e != 4)
         return "outside --full: boxes of 4-byte elements only";

@@ -105,14 +105,17 @@ ln -sfn "$(basename "$run_dir")" "$out/latest.tmp" && mv -T "$out/latest.tmp" "$
 
 t0=$(date +%s)
 if [ "$build" -eq 1 ]; then
-  printf 'bench.sh: building vidmm_bench in %s (log: %s) ... ' "$build_dir" "$run_dir/build.log"
+  # vidmm_install_set: what 'cmake --install' of this tree installs (the library, vidmm-info), so
+  # that the README's install step works after the main job too.
+  printf 'bench.sh: building vidmm_bench and what installs in %s (log: %s) ... ' "$build_dir" "$run_dir/build.log"
   set +e
   {
     if [ "$build_dir" = "$root/build/release" ]; then
-      cmake --preset release && cmake --build --preset release --target vidmm_bench vidmm_bench_gate -j "$(nproc)"
+      cmake --preset release &&
+        cmake --build --preset release --target vidmm_bench vidmm_bench_gate vidmm_install_set -j "$(nproc)"
     else
       cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
-        cmake --build "$build_dir" --target vidmm_bench vidmm_bench_gate -j "$(nproc)"
+        cmake --build "$build_dir" --target vidmm_bench vidmm_bench_gate vidmm_install_set -j "$(nproc)"
     fi
   } >"$run_dir/build.log" 2>&1
   st=$?

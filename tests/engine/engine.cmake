@@ -62,3 +62,8 @@ set_target_properties(bench_wddm2_translate PROPERTIES C_STANDARD 11 C_STANDARD_
 add_executable(bench_wddm2_residency engine/bench_wddm2_residency.c)
 target_link_libraries(bench_wddm2_residency PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
 set_target_properties(bench_wddm2_residency PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+# Both run once, briefly, as tests (figures not read): a call that fails exits 1.
+add_test(NAME bench_wddm2_translate_smoke COMMAND bench_wddm2_translate 1 65536)
+add_test(NAME bench_wddm2_residency_smoke COMMAND bench_wddm2_residency 1)
+set_tests_properties(bench_wddm2_translate_smoke bench_wddm2_residency_smoke
+                     PROPERTIES LABELS bench TIMEOUT 120)
