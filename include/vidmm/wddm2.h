@@ -71,9 +71,16 @@ VIDMM_BEGIN_DECLS
  * allocation's current placement. Whenever the allocation is paged in, moves or is evicted,
  * the engine queues an UPDATE_PAGE_TABLE paging operation per mapping - in the paging log and
  * through the driver's paging callback like every paging operation - and the entries change
- * when that operation runs, in order with the transfers around it: after a page-in's transfer
- * or fill, an entry points at bytes already there. Entries of a non-resident allocation stay
- * mapped but invalid; vidmm_va_translate() then says VIDMM_E_NOT_AVAILABLE.
+ * when that operation runs, in order with the transfers around it. An entry never points at
+ * memory that does not hold its allocation, for a GPU that executes the paging log in order:
+ * the records that make entries invalid come before the TRANSFER, DISCARD_CONTENT or
+ * UNMAP_APERTURE_SEGMENT that empties the old place (an eviction, a discard, a move - to
+ * another segment or to an aperture for Lock2 - and the save of an allocation kept in place
+ * across a power transition), and the records that make them valid again come after the
+ * TRANSFER, FILL or MAP_APERTURE_SEGMENT that fills the new place (or the restore). A move
+ * therefore writes its entries twice: invalid, then valid at the new place. Entries of a
+ * non-resident allocation stay mapped but invalid; vidmm_va_translate() then says
+ * VIDMM_E_NOT_AVAILABLE.
  *
  * UPDATE_PAGE_TABLE records (struct vidmm_paging_op) carry:
  *   src.segment_address  the GPU VA of the first entry written (src.segment_id 0);

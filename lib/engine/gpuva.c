@@ -227,6 +227,23 @@ void vm_w2_placed(vidmm_device *dev, struct vm_alloc *a)
         emit_update(dev, m, evicted ? VIDMM_UPDATE_PAGE_TABLE_NOTIFY_EVICTION : 0, false);
 }
 
+/* vm_w2_leaving(): 'a''s content is about to leave its placement (an eviction, a discard, a
+ * move, the save before a power loss): its entries are made invalid now, by records queued
+ * before the TRANSFER / DISCARD_CONTENT / UNMAP that empties the old place, so that a GPU
+ * running the paging log in order never reads the old place through a valid entry (issue 27).
+ * The placement that follows - vm_w2_placed() from vm_set_where(), or vm_w2_restored() -
+ * validates them again after the record that fills the new place. */
+void vm_w2_leaving(vidmm_device *dev, struct vm_alloc *a, bool evicting)
+{
+    if (!dev->w2.on || !a->w2.pte_seg)
+        return;
+    /* (Its origin stays: an eviction still reads it; the next placement sets it.) */
+    a->w2.pte_seg = 0;
+    a->w2.pte_off = 0;
+    for (struct vm_va_map *m = a->w2.maps; m; m = m->a_next)
+        emit_update(dev, m, evicting ? VIDMM_UPDATE_PAGE_TABLE_NOTIFY_EVICTION : 0, false);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Reservations and mappings (sorted arrays; binary searches).
  * ------------------------------------------------------------------------------------------- */

@@ -150,6 +150,7 @@ void vm_offer_discard(vidmm_device *dev, struct vm_alloc *a)
     /* A PermanentSysMem / Existing*SysMem copy that is clean still holds the content. */
     const bool survives = sysmem_backed(a) && a->has_backing && a->backing_valid && !a->dirty;
     vm_range_release_alloc(dev, a); /* ranges are released on eviction (spec 8.3) */
+    vm_w2_leaving(dev, a, true); /* WDDM2 hook: entries invalid before the discard (gpuva.c) */
     struct vm_pop p;
     memset(&p, 0, sizeof p);
     p.op.type = VIDMM_PAGING_DISCARD_CONTENT;

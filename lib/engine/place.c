@@ -156,6 +156,7 @@ void vm_unplace(vidmm_device *dev, struct vm_alloc *a)
 {
     if (!a->seg)
         return;
+    vm_w2_leaving(dev, a, true); /* WDDM2 hook: entries invalid before the place empties (gpuva.c) */
     if (a->where == VIDMM_WHERE_APERTURE)
         emit_map_ex(dev, a, a->seg, a->offset, false, false);
     give_space(dev, a);
@@ -193,6 +194,7 @@ int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool spe
     if (a->where == VIDMM_WHERE_APERTURE) {
         /* The content already is the backing store: unmapping is the whole eviction. An
          * aperture copy of a swizzled allocation is tiled (state 2 of spec 8.2). */
+        vm_w2_leaving(dev, a, true); /* WDDM2 hook: entries invalid before the unmap */
         emit_map(dev, a, a->seg, a->offset, false);
         give_space(dev, a);
         vm_set_where(dev, a, VIDMM_WHERE_SYSMEM);
@@ -207,6 +209,7 @@ int vm_evict_one(vidmm_device *dev, struct vm_alloc *a, bool unswizzle, bool spe
     int err = vm_backing_ensure(dev, a);
     if (err)
         return err;
+    vm_w2_leaving(dev, a, true); /* WDDM2 hook: entries invalid before the transfer or discard */
     struct vm_segment *from = a->seg;
     const uint64_t from_off = a->offset;
     uint8_t *src = from->cpu + from_off;
@@ -469,6 +472,7 @@ static void page_into_memory(vidmm_device *dev, struct vm_alloc *a, struct vm_se
     struct vm_segment *old = a->seg;
     uint64_t old_off = a->offset;
     if (old) {
+        vm_w2_leaving(dev, a, false); /* WDDM2 hook: a move - entries invalid before the copy out */
         /* A move is an eviction and a page-in: its swizzling ranges (programmed for the old
          * segment) are released (spec 8.3). Not while a lock uses one: such an allocation
          * does not move (15.14). */
@@ -532,6 +536,7 @@ static int page_into_aperture(vidmm_device *dev, struct vm_alloc *a, struct vm_s
         vidmm_fill32(a->backing, a->g->desc.fill_pattern, (size_t)a->g->size, VIDMM_MEM_CACHED);
     }
     if (old) {
+        vm_w2_leaving(dev, a, false); /* WDDM2 hook: a move - entries invalid before the copy out */
         if (!(a->range >= 0 && dev->ranges[a->range].active))
             vm_range_release_alloc(dev, a); /* as page_into_memory() */
         give_space(dev, a);

@@ -217,6 +217,7 @@ int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
             discarded++;
             break;
         case ACT_SAVE:
+            vm_w2_leaving(dev, a, false); /* WDDM2 hook: its place is about to lose its bytes */
             copy(dev, a, x->save, true);
             a->hold++; /* stays where it is until restored */
             break;
@@ -245,6 +246,7 @@ int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
             copy(dev, a, x->save, false);
             restored++;
         }
+        vm_w2_placed(dev, a); /* WDDM2 hook: entries valid again, after the restore (or as they were) */
         a->hold--;
     }
     /* WDDM2: the residency list is made resident before the device's work runs (spec 12). */

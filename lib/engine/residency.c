@@ -546,6 +546,7 @@ static void evict_now(vidmm_device *dev, struct vm_alloc *a, bool not_written)
         /* NotWrittenTo, and the engine knows the content unchanged since its page-in: dropped
          * (DISCARD_CONTENT, spec 15.5, 15.21); the backing store still holds it, or it was the
          * fill pattern and the next page-in fills again. */
+        vm_w2_leaving(dev, a, true); /* entries invalid before the discard (gpuva.c) */
         struct vm_pop p;
         memset(&p, 0, sizeof p);
         p.op.type = VIDMM_PAGING_DISCARD_CONTENT;

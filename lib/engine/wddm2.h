@@ -86,6 +86,10 @@ void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d);
 void vm_w2_fini(vidmm_device *dev);
 /* alloc.c check_alloc(): renaming and USE_ALTERNATE_VA refused in WDDM2 mode. */
 int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d);
+/* vm_w2_leaving() (gpuva.c): invalidates 'a''s page-table entries before the paging record that
+ * empties its placement is queued; vm_w2_placed() validates them after the one that fills the
+ * next. */
+void vm_w2_leaving(vidmm_device *dev, struct vm_alloc *a, bool evicting);
 /* The flags of the WDDM2 layout (spec 4.2) a WDDM1 reading would take for something else. */
 #define VM_W2_ALLOC_OWN \
     (VIDMM_W2_ALLOC_DISABLE_LARGE_PAGE_MAPPING | VIDMM_W2_ALLOC_CREATE_IN_VPR | VIDMM_W2_ALLOC_MAP_APERTURE_CPU_VISIBLE)

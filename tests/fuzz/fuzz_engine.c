@@ -887,7 +887,22 @@ struct w2map {
     int ai;
 };
 
+/* The paging log replayed as a GPU executing it in order would (issue 27): which allocation each
+ * page of each segment holds, and every page-table entry the UPDATE_PAGE_TABLE records wrote;
+ * after every record, each valid entry must point at a page its allocation holds. */
+#define W2_SEG_PAGES 128        /* the largest segment: 512 KiB */
+#define W2_PTES 1024
+struct w2pte {
+    uint32_t proc, seg;         /* seg 0: invalid */
+    uint64_t vapage, page;      /* page: index in the segment */
+    vidmm_handle h;
+};
+
 struct w2 {
+    vidmm_handle owner[3][W2_SEG_PAGES];
+    struct w2pte pte[W2_PTES];
+    uint32_t npte;
+    unsigned long records;
     uint32_t nprocs;
     vidmm_va_space *sp[W2_PROCS];
     uint64_t budget[W2_PROCS][2], resv[W2_PROCS][2];
@@ -937,15 +952,80 @@ static void w2_drain(struct fz *f)
 
 /* The paging log since the last look: a DISCARD_CONTENT of an offered allocation is what may
  * make its reclaim say DISCARDED. */
+/* The pages [l, l + size) of a segment location take owner 'h' (0: they hold nothing). */
+static void w2_own(struct w2 *w, const struct vidmm_location *l, uint64_t size, vidmm_handle h)
+{
+    if (l->segment_id < 1 || l->segment_id > 3)
+        return;
+    const struct vidmm_segment_desc *sd = &w->segs[l->segment_id - 1];
+    for (uint64_t k = 0; k < (size + PG - 1) / PG; k++) {
+        const uint64_t page = (l->segment_address - sd->base_address) / PG + k;
+        CHECK(page < W2_SEG_PAGES && page < sd->size / PG, "a paging record reaches past segment %u",
+              l->segment_id);
+        w->owner[l->segment_id - 1][page] = h;
+    }
+}
+
+static void w2_replay(struct w2 *w, const struct vidmm_paging_op *op)
+{
+    switch (op->type) {
+    case VIDMM_PAGING_TRANSFER:
+    case VIDMM_PAGING_SPECIAL_LOCK_TRANSFER:
+        if (op->src.segment_id && !(op->dst.segment_id == op->src.segment_id &&
+                                    op->dst.segment_address == op->src.segment_address))
+            w2_own(w, &op->src, op->size, 0); /* the old place is empty now */
+        if (op->dst.segment_id)
+            w2_own(w, &op->dst, op->size, op->allocation);
+        break;
+    case VIDMM_PAGING_FILL:
+    case VIDMM_PAGING_MAP_APERTURE_SEGMENT:
+        w2_own(w, &op->dst, op->size, op->allocation);
+        break;
+    case VIDMM_PAGING_DISCARD_CONTENT:
+    case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT:
+        w2_own(w, &op->dst, op->size, 0);
+        break;
+    case VIDMM_PAGING_UPDATE_PAGE_TABLE:
+        for (uint64_t k = 0; k < op->size / PG; k++) {
+            const uint32_t proc = op->swizzling_range_data;
+            const uint64_t vapage = op->offset_in_pages + k;
+            uint64_t page = 0;
+            if (op->dst.segment_id)
+                page = (op->dst.segment_address - w->segs[op->dst.segment_id - 1].base_address) / PG + k;
+            uint32_t i = 0;
+            while (i < w->npte && !(w->pte[i].proc == proc && w->pte[i].vapage == vapage))
+                i++;
+            CHECK(i < W2_PTES, "more page-table entries than the model holds");
+            if (i == w->npte)
+                w->npte++;
+            w->pte[i] = (struct w2pte){ proc, op->dst.segment_id, vapage, page, op->allocation };
+        }
+        break;
+    default:
+        break;
+    }
+    w->records++;
+    for (uint32_t i = 0; i < w->npte; i++) {
+        const struct w2pte *e = &w->pte[i];
+        CHECK(!e->seg || w->owner[e->seg - 1][e->page] == e->h,
+              "paging record %lu (type %u of 0x%x): the valid entry of VA page 0x%llx of process %u points at "
+              "page %llu of segment %u, which holds 0x%x, not 0x%x",
+              w->records, op->type, op->allocation, (unsigned long long)e->vapage, e->proc,
+              (unsigned long long)e->page, e->seg, w->owner[e->seg - 1][e->page], e->h);
+    }
+}
+
 static void w2_read_log(struct fz *f, struct w2 *w)
 {
     struct vidmm_paging_op ops[64];
     size_t n;
     while ((n = vidmm_paging_log_read(f->dev, ops, 64)) > 0)
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            w2_replay(w, &ops[i]);
             for (int k = 0; ops[i].type == VIDMM_PAGING_DISCARD_CONTENT && k < W2_ALLOCS; k++)
                 if (w->a[k].live && w->a[k].h == ops[i].allocation && w->a[k].offered)
                     w->a[k].discard_seen = true;
+        }
 }
 
 static uint64_t w2_usage(const struct w2 *w, uint32_t p, int g)
