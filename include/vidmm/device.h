@@ -443,8 +443,9 @@ struct vidmm_alloc_desc {
  * VIDMM_E_INVALID_ARG (a rule of spec 15.2 broken; logged at VIDMM_LOG_DEBUG with the rule),
  * VIDMM_E_NO_VIDEO_MEMORY (larger than any segment of its set could ever hold: its size - the
  * top 20 % for Overlay / Capture - and for an aperture its CommitLimit and the adapter's
- * ApertureSegmentCommitLimit), VIDMM_E_NO_MEMORY (larger than the sysmem_reserve, or no host
- * memory), VIDMM_E_UNSUPPORTED (EXISTING_* memory whose read or write set has no memory
+ * ApertureSegmentCommitLimit), VIDMM_E_NO_MEMORY (larger than the sysmem_reserve, no host
+ * memory, or the device already holds 1,048,575 allocation instances - a handle's index has 20
+ * bits beside its generation and its device's tag), VIDMM_E_UNSUPPORTED (EXISTING_* memory whose read or write set has no memory
  * segment: caller memory cannot be mapped into an aperture here), VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, vidmm_handle *out);
 

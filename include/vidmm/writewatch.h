@@ -55,7 +55,10 @@
  * page written after resets (reports are supersets, never fewer). Every call works with any
  * array: a get with reset whose array cannot take all the pages of a written huge page returns
  * the ones that fit (1: more remain) and keeps the others written for the next call, although
- * the kernel can protect a huge page again only whole.
+ * the kernel can protect a huge page again only whole. Tested on 2 MiB hugetlb pages only; with
+ * the uffd backend on 1 GiB pages, a kernel whose PAGEMAP_SCAN takes every 1 GiB page for a
+ * partial one would make a get with reset fail with VIDMM_E_IO (nothing lost: the pages stay
+ * reported as written) - use the mprotect backend there.
  *
  * Fork (fork()): the child's writes are never reported to the parent, and nothing the child
  * does with the handles it inherited changes the parent's tracking. A handle belongs to the

@@ -185,20 +185,17 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
 static pthread_mutex_t shells_mu = PTHREAD_MUTEX_INITIALIZER;
 static vidmm_device *shells[VM_QUARANTINE];
 static unsigned shells_next;
-static uint32_t tags_live;      /* bit t: a live device has tag t */
-static unsigned tags_next;
+static uint32_t tag_users[VM_HANDLE_TAGS]; /* live devices with each tag */
 
+/* The tag fewest live devices have, the lowest of those: unshared while 16 or fewer live. */
 static uint32_t tag_take(void)
 {
     pthread_mutex_lock(&shells_mu);
-    unsigned t = tags_next++ % VM_HANDLE_TAGS; /* all 16 taken: shared, round-robin */
-    for (unsigned c = 0; c < VM_HANDLE_TAGS; c++) {
-        if (!(tags_live & (1u << c))) {
+    uint32_t t = 0;
+    for (uint32_t c = 1; c < VM_HANDLE_TAGS; c++)
+        if (tag_users[c] < tag_users[t])
             t = c;
-            break;
-        }
-    }
-    tags_live |= 1u << t;
+    tag_users[t]++;
     pthread_mutex_unlock(&shells_mu);
     return t;
 }
@@ -206,7 +203,8 @@ static uint32_t tag_take(void)
 static void tag_give(uint32_t t)
 {
     pthread_mutex_lock(&shells_mu);
-    tags_live &= ~(1u << t); /* a tag shared beyond 16 devices goes back early: harmless */
+    if (tag_users[t] > 0)
+        tag_users[t]--; /* counted: a tag shared beyond 16 devices is free only when all are gone */
     pthread_mutex_unlock(&shells_mu);
 }
 
@@ -362,6 +360,13 @@ void vidmm_device_destroy(vidmm_device *dev)
         return;
     if (vm_dev_check(dev, __func__))
         return;
+    /* One destroy only: two threads destroying the same device at once (misuse) must not both
+     * tear it down - the second finds it dying and is refused. */
+    uint32_t live = VM_DEV_LIVE;
+    if (!__atomic_compare_exchange_n(&dev->magic, &live, VM_DEV_DYING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        (void)vm_refuse_dev(dev, __func__);
+        return;
+    }
     /* The GPU is gone with the device: nothing waits for its fences any more (paging that
      * would, and blocked callers, see the device removed), and what is still queued is
      * drained without being run - every byte is about to be freed. */

@@ -44,6 +44,7 @@ enum vm_swap_state { VM_SWAP_NONE = 0, VM_SWAP_WRITING, VM_SWAP_RELEASING, VM_SW
  * VM_DEV_DEAD after it, while the device's shell waits in the quarantine (device.c). */
 #define VM_DEV_LIVE 0x4d4d4456u  /* "VDMM" */
 #define VM_DEV_DEAD 0x44414544u  /* "DEAD" */
+#define VM_DEV_DYING 0x44594e47u /* "DYNG": vidmm_device_destroy() running (a second one is refused) */
 
 struct vm_alloc;
 

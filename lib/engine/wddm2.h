@@ -84,7 +84,8 @@ int vm_w2_check_desc(const struct vidmm_device_desc *d);
 /* device.c vidmm_device_create() / device_free(). */
 void vm_w2_init(vidmm_device *dev, const struct vidmm_device_desc *d);
 void vm_w2_fini(vidmm_device *dev);
-/* alloc.c check_alloc(): renaming and USE_ALTERNATE_VA refused in WDDM2 mode. */
+/* alloc.c check_alloc(): renaming refused in WDDM2 mode (USE_ALTERNATE_VA does not exist in
+ * the WDDM2 flag layout: vm_w2_check_flags()). */
 int vm_w2_check_alloc(const vidmm_device *dev, const struct vidmm_alloc_desc *d);
 /* vm_w2_leaving() (gpuva.c): invalidates 'a''s page-table entries before the paging record that
  * empties its placement is queued; vm_w2_placed() validates them after the one that fills the

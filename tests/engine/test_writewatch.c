@@ -1070,6 +1070,52 @@ Test(ww_choice, segv_chains_to_previous_handler, .timeout = T_TIMEOUT)
     munmap(chain_page, pg());
 }
 
+/* The handler before ours runs with the mask the kernel would have given it (review of issue 25's
+ * change, which made ours block every signal): the interrupted thread's mask, plus its own
+ * sa_mask, plus SIGSEGV - not every signal, which a handler leaving by longjmp() or waiting for
+ * another signal would keep. */
+static atomic_int chain_mask_usr1, chain_mask_usr2, chain_mask_segv;
+
+static void chain_mask_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    atomic_store(&chain_mask_usr1, sigismember(&cur, SIGUSR1));
+    atomic_store(&chain_mask_usr2, sigismember(&cur, SIGUSR2));
+    atomic_store(&chain_mask_segv, sigismember(&cur, SIGSEGV));
+    if ((uint8_t *)si->si_addr >= chain_page && (uint8_t *)si->si_addr < chain_page + pg()) {
+        mprotect(chain_page, pg(), PROT_READ | PROT_WRITE);
+        return;
+    }
+    _exit(99);
+}
+
+Test(ww_choice, segv_previous_handler_gets_its_own_mask, .timeout = T_TIMEOUT)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = chain_mask_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGUSR2);
+    cr_assert_eq(sigaction(SIGSEGV, &sa, NULL), 0);
+    chain_page = mmap(NULL, pg(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(chain_page, MAP_FAILED);
+    struct t_map m;
+    t_map_init(&m, 4, false);
+    vidmm_writewatch *ww = t_ww(VIDMM_WRITEWATCH_MPROTECT, m.p, m.len);
+    atomic_store(&chain_mask_usr1, -1);
+    ((volatile uint8_t *)chain_page)[10] = 1; /* not ours: passed on */
+    cr_assert_eq(atomic_load(&chain_mask_usr1), 0, "SIGUSR1 blocked in the previous handler (it did not block it)");
+    cr_assert_eq(atomic_load(&chain_mask_usr2), 1, "its own sa_mask (SIGUSR2) not applied");
+    cr_assert_eq(atomic_load(&chain_mask_segv), 1, "SIGSEGV not blocked in it (no SA_NODEFER)");
+    vidmm_writewatch_destroy(ww);
+    t_map_fini(&m);
+    munmap(chain_page, pg());
+}
+
 /* A stray fault (outside every region) is not swallowed: with SIG_DFL before us it still ends the
  * process with SIGSEGV; with another handler before us (AddressSanitizer's, in a sanitizer build)
  * that handler gets it and, here, ends the process its own way. */

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,19 @@ static size_t sink_run(struct sink *s, size_t first, size_t count)
  * again (it is blocked until this handler returns). */
 static void pass_on(int sig, siginfo_t *si, void *uc)
 {
+    /* The earlier handler runs with the mask the kernel would have given it - the interrupted
+     * thread's, plus its own sa_mask, plus SIGSEGV unless SA_NODEFER - not with ours, which
+     * blocks every signal: one that leaves by longjmp() or waits for another signal must not
+     * keep them all blocked. */
+    if (prev_segv.sa_handler != SIG_DFL && prev_segv.sa_handler != SIG_IGN && uc != NULL) {
+        sigset_t m = ((const ucontext_t *)uc)->uc_sigmask;
+        for (int s = 1; s < NSIG; s++)
+            if (sigismember(&prev_segv.sa_mask, s) == 1)
+                sigaddset(&m, s);
+        if (!(prev_segv.sa_flags & SA_NODEFER))
+            sigaddset(&m, sig);
+        pthread_sigmask(SIG_SETMASK, &m, NULL);
+    }
     if (prev_segv.sa_flags & SA_SIGINFO) {
         if (prev_segv.sa_sigaction != NULL)
             prev_segv.sa_sigaction(sig, si, uc);
