@@ -17,8 +17,8 @@
  * vidmm_wddm2_make_resident(); an allocation on the residency list (reference count above 0)
  * is never chosen as an eviction victim. Work is submitted with vidmm_va_submit(), which
  * names GPU virtual-address ranges; touching a range that is unmapped, or whose allocation is
- * not on the residency list, is a GPU page fault: the device is removed (spec 12, 15.21). The
- * CPU locks an allocation with vidmm_wddm2_lock2() (Lock2: no flags, no renaming, no waiting
+ * not on the residency list, is a GPU page fault: the faulting process's device is removed
+ * (spec 12, 15.21; Processes below). The CPU locks an allocation with vidmm_wddm2_lock2() (Lock2: no flags, no renaming, no waiting
  * for the GPU, spec 6.6, 15.23); vidmm_wddm2_update_alloc_property() changes its segment sets
  * and preference (spec 12). Every function here returns VIDMM_E_INVALID_ARG on a device not
  * created in WDDM2 mode (offer, reclaim and power transitions excepted: see their section).
@@ -36,6 +36,40 @@
 #include "device.h"
 
 VIDMM_BEGIN_DECLS
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes (issue 27 items 4 and 5; Doc MAKERESIDENT, Doc NONRES).
+ *
+ * A vidmm device is the adapter; each process using it has, in WDDM, a device of its own, and
+ * an allocation belongs to the process that created it (vidmm_alloc_desc.process). Every WDDM2
+ * call names its process: a VA space's calls its space's process, a paging queue's its
+ * queue's, Lock2 its 'process' argument, and the calls below through a 'process' field or
+ * argument (vidmm_wddm2_make_resident() through its queue too). A process id is any non-zero
+ * value; 0 in a 'process' field names no process (a caller built before the field existed,
+ * or one that never sets it): such a call is checked for nothing of this section.
+ *
+ *  - Ownership: "all allocations must be created on the device hPagingQueue is created for"
+ *    (Doc MAKERESIDENT). A call that names process P and lists an allocation created by
+ *    another process that is not VIDMM_ALLOC_KIND_SHARED is refused with VIDMM_E_INVALID_ARG,
+ *    nothing changed: make-resident, evict, offer, reclaim, Lock2, Unlock2, the residency
+ *    query, UpdateAllocationProperty, and vidmm_va_map() (the space's process). A shared
+ *    allocation may be listed by every process (it was opened from its shared handle); only its
+ *    creator may lock it (spec 6.3 rule 10).
+ *  - Removal: a GPU page fault removes the device "for the application that generated the
+ *    error" (Doc NONRES) - the faulting process's, not the adapter: from then on every call
+ *    naming that process returns VIDMM_E_DEVICE_REMOVED (its VA space's and paging queues'
+ *    calls, those whose 'process' names it, Lock2, vidmm_alloc_create() of an allocation of
+ *    it), except vidmm_va_space_destroy(), vidmm_paging_queue_destroy(), vidmm_alloc_destroy()
+ *    and the budget calls. Its allocations stay (destroy them) but lose what the removed
+ *    device held: their residency references (off the residency list, off its budget: victims
+ *    like any other), their Lock2 locks (ended as by the last Unlock2: a PermanentSysMem copy
+ *    goes back) and their Unmoveable pins. Its shared allocations keep their references (other
+ *    processes may hold them). Every other process goes on untouched. The removal ends when the
+ *    process has destroyed its VA space and every paging queue - as an application destroys its
+ *    removed device and creates a new one: it may then create them again. Engine policy: a
+ *    MUST_SUCCEED make-resident that fails still removes the whole vidmm device (the call may
+ *    name no process), and so does a failed paging operation (the adapter's fault).
+ * ------------------------------------------------------------------------------------------- */
 
 /* A success status, not an error: the call did what it was asked but paging it queued is
  * still in flight; wait for the paging fence it returned (vidmm_wddm2_paging_fence_wait())
@@ -108,7 +142,8 @@ typedef struct vidmm_paging_queue vidmm_paging_queue; /* see Paging queues below
 
 /* vidmm_va_space_create() creates the VA space of 'process' on 'dev' (one per process at a
  * time). Returns: 0 with '*out' set; VIDMM_E_INVALID_ARG (NULL, not a WDDM2 device, the
- * process already has a VA space); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED.
+ * process already has a VA space); VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED (the device, or the
+ * process's while a paging queue of its removed device lives: Processes, above).
  * Lifetime: until vidmm_va_space_destroy() or the device's destroy, whichever is first. */
 VIDMM_API int vidmm_va_space_create(vidmm_device *dev, uint32_t process, vidmm_va_space **out);
 
@@ -176,9 +211,9 @@ struct vidmm_va_ref {
  * referenced Cached allocation in a segment that does not snoop is flushed first
  * (flush_cpu_cache), and one the submission writes there is invalidated before the CPU next
  * reads it (invalidate_cpu_cache at the next lock). A range that touches an unmapped page, or
- * a page whose allocation is not on the residency list, is a GPU page fault: the device is
- * removed (spec 12, 15.21), vidmm_wddm2_last_fault() says where, and VIDMM_E_DEVICE_REMOVED is
- * returned.
+ * a page whose allocation is not on the residency list, is a GPU page fault: the device of the
+ * space's process is removed (spec 12, 15.21, Doc NONRES; Processes, above),
+ * vidmm_wddm2_last_fault() says where, and VIDMM_E_DEVICE_REMOVED is returned.
  * Returns: 0; VIDMM_E_INVALID_ARG (NULL - 'fence' included: the fence is what ends the work's
  * use of its allocations - count 0 or > 65536, flags not 0, a ref with size 0,
  * a range that wraps or leaves the space, unknown ref flags: nothing submitted);
@@ -187,7 +222,7 @@ struct vidmm_va_ref {
 VIDMM_API int vidmm_va_submit(vidmm_va_space *sp, const struct vidmm_va_ref *refs, uint32_t count, uint32_t flags,
                               uint64_t *fence);
 
-/* The GPU page fault that removed the device. */
+/* The GPU page fault that removed a process's device (the latest). */
 struct vidmm_gpu_fault {
     size_t size_of;             /* sizeof(struct vidmm_gpu_fault), set by the caller */
     uint64_t va;                /* the first faulting address */
@@ -195,8 +230,9 @@ struct vidmm_gpu_fault {
     vidmm_handle allocation;    /* mapped there, 0 when nothing was mapped */
 };
 
-/* vidmm_wddm2_last_fault() describes the fault that removed the device. Returns 0,
- * VIDMM_E_NOT_AVAILABLE (no fault happened), VIDMM_E_INVALID_ARG. Works after removal. */
+/* vidmm_wddm2_last_fault() describes the latest GPU page fault, which removed the device of
+ * its process. Returns 0, VIDMM_E_NOT_AVAILABLE (no fault happened), VIDMM_E_INVALID_ARG.
+ * Works after removal. */
 VIDMM_API int vidmm_wddm2_last_fault(vidmm_device *dev, struct vidmm_gpu_fault *out);
 
 /* ---------------------------------------------------------------------------------------------
@@ -226,16 +262,21 @@ struct vidmm_make_resident_args {
      * field: 'queue' is not read, the device's default queue is used) or at least the whole
      * struct; any other size is refused. */
     vidmm_paging_queue *queue;          /* hPagingQueue: NULL, the device's default queue */
+    /* 0.4 (issue 27): size_of VIDMM_MAKE_RESIDENT_ARGS_V2_SIZE (before it: not read, 0). */
+    uint32_t process;                   /* the calling process (Processes, above); 0: the
+                                           queue's, or none without a queue */
 };
-/* size_of of the arguments before 'queue' was added. */
+/* size_of of the arguments before 'queue', and before 'process', was added. */
 #define VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE offsetof(struct vidmm_make_resident_args, queue)
+#define VIDMM_MAKE_RESIDENT_ARGS_V2_SIZE offsetof(struct vidmm_make_resident_args, process)
 
 /* vidmm_wddm2_make_resident() adds every listed allocation to the device's residency list, one
  * reference per listing, and pages in those not resident (MakeResident). Atomic: on failure no
  * reference count changed. An allocation is charged to its process's budget (see Budgets)
  * when its count leaves 0. With a 'queue' (see Paging queues) its paging has that queue's
  * priority and 'paging_fence' is a fence of that queue; every listed allocation must then be
- * of the queue's process or KIND_SHARED.
+ * of the queue's process or KIND_SHARED, as with a 'process' (which, with a queue, must be
+ * the queue's).
  * Returns:
  *  - 0: every allocation resident now; 'paging_fence' is its last paging operation (passed);
  *  - VIDMM_PENDING: listed, but paging is in flight: wait for 'paging_fence'
@@ -245,10 +286,12 @@ struct vidmm_make_resident_args {
  *    its maximum budget), or the allocations do not fit the segments even after evicting
  *    everything not on the residency list; 'bytes_to_trim' says how much to evict before
  *    retrying; nothing changed (allocations paged in before the failure stay, off the list);
- *  - VIDMM_E_DEVICE_REMOVED: removed, or MUST_SUCCEED failed and removed it;
+ *  - VIDMM_E_DEVICE_REMOVED: removed (the device, or the named process's), or MUST_SUCCEED
+ *    failed and removed it;
  *  - VIDMM_E_INVALID_ARG: NULL, size_of too small, count 0 or > 10240, unknown flags, an
- *    unknown handle, not a WDDM2 device, a queue not of this device (or destroyed), an
- *    allocation of another process than the queue's: nothing changed;
+ *    unknown handle, not a WDDM2 device, a queue not of this device (or destroyed), a
+ *    'process' that is not the queue's, an allocation of another process than the named one
+ *    and not shared: nothing changed;
  *  - VIDMM_E_NOT_AVAILABLE: a listed allocation is locked (vidmm_wddm2_lock2(), vidmm_lock())
  *    while not resident and has no aperture segment in its set: it may not be committed to a
  *    memory segment until unlocked (spec 6.6); nothing changed;
@@ -263,7 +306,10 @@ struct vidmm_evict_args {
     uint32_t flags;                     /* VIDMM_EVICT_* */
     uint64_t bytes_to_trim;             /* out: NumBytesToTrim, what the processes of the listed
                                            allocations are still over their budgets */
+    /* 0.4 (issue 27): size_of VIDMM_EVICT_ARGS_V1_SIZE (before it: not read, 0). */
+    uint32_t process;                   /* the calling process (Processes, above); 0: none */
 };
+#define VIDMM_EVICT_ARGS_V1_SIZE offsetof(struct vidmm_evict_args, process)
 
 /* vidmm_wddm2_evict() drops one reference per listing (Evict). An allocation whose count
  * reaches 0 leaves the residency list and its budget, and is evicted now - its eviction
@@ -271,9 +317,11 @@ struct vidmm_evict_args {
  * it is, a victim like any other once space is needed). With NOT_WRITTEN_TO an allocation the
  * engine knows to be unwritten since its page-in is dropped (DISCARD_CONTENT) instead of
  * transferred; a written one is transferred anyway. Locked or pinned allocations stay where
- * they are. Returns 0; VIDMM_E_INVALID_ARG (NULL, count 0 or > 10240, unknown flags, an
- * unknown handle, more listings of an allocation than references it has, not a WDDM2 device:
- * nothing changed); VIDMM_E_DEVICE_REMOVED. */
+ * they are. Returns 0; VIDMM_E_INVALID_ARG (NULL, size_of neither V1 nor at least the whole
+ * struct, count 0 or > 10240, unknown flags, an unknown handle, an allocation of another
+ * process than the named one and not shared, more listings of an allocation than references
+ * it has, not a WDDM2 device: nothing changed); VIDMM_E_DEVICE_REMOVED (the device, or the
+ * named process's). */
 VIDMM_API int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args);
 
 /* D3DKMT_ALLOCATIONRESIDENCYSTATUS. */
@@ -284,9 +332,14 @@ VIDMM_API int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args
 /* vidmm_wddm2_query_residency() (D3DKMTQueryAllocationResidency) stores in 'status[i]' where
  * allocation i is placed (paging may still be in flight) and, when 'refs' is not NULL, its
  * residency reference count in 'refs[i]'. Returns 0, VIDMM_E_INVALID_ARG (NULL, count 0 or
- * > 10240, an unknown handle: nothing written), VIDMM_E_DEVICE_REMOVED. */
+ * > 10240, an unknown handle: nothing written), VIDMM_E_DEVICE_REMOVED. It names no process;
+ * vidmm_wddm2_query_residency_process() (0.4) names 'process' (Processes, above): an
+ * allocation of another process, not shared, is then refused (VIDMM_E_INVALID_ARG, nothing
+ * written), and a removed process gets VIDMM_E_DEVICE_REMOVED. */
 VIDMM_API int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count,
                                           uint32_t *status, uint32_t *refs);
+VIDMM_API int vidmm_wddm2_query_residency_process(vidmm_device *dev, uint32_t process, const vidmm_handle *handles,
+                                                  uint32_t count, uint32_t *status, uint32_t *refs);
 
 /* vidmm_wddm2_paging_fence_completed() returns the paging fence up to which every operation
  * has run (operations of a higher-priority paging queue past it may have run too);
@@ -332,7 +385,8 @@ VIDMM_API int vidmm_wddm2_paging_fence_wait(vidmm_device *dev, uint64_t fence, u
 /* vidmm_paging_queue_create() (D3DKMTCreatePagingQueue) creates a paging queue of 'process' on
  * 'dev' with 'priority' (VIDMM_PAGING_QUEUE_PRIORITY_*). Returns: 0 with '*out' set;
  * VIDMM_E_INVALID_ARG (NULL, an unknown priority, not a WDDM2 device: '*out' untouched);
- * VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED.
+ * VIDMM_E_NO_MEMORY; VIDMM_E_DEVICE_REMOVED (the device, or the process's: Processes, above -
+ * its queues' waits say so too; destroying them works, and ends the removal with the last).
  * Lifetime: until vidmm_paging_queue_destroy() succeeds or the device's destroy. */
 VIDMM_API int vidmm_paging_queue_create(vidmm_device *dev, uint32_t process, int32_t priority,
                                         vidmm_paging_queue **out);
@@ -398,9 +452,10 @@ VIDMM_API int vidmm_paging_queue_wait(vidmm_paging_queue *q, uint64_t fence, uin
 
 /* vidmm_wddm2_lock2() (D3DKMTLock2 / pfnLock2Cb) locks allocation 'h' for the CPU and stores
  * the pointer in '*data'. 'process' is the caller's process: a KIND_SHARED allocation may be
- * locked only by its creator (spec 6.3 rule 10).
+ * locked only by its creator (spec 6.3 rule 10), one that is not shared only by the process that
+ * created it (Processes, above).
  * Returns: 0 with '*data' set; VIDMM_E_INVALID_ARG (NULL 'dev' or 'data', 'flags' not 0, not a
- * WDDM2 device, an unknown handle, a shared allocation of another process, an offered
+ * WDDM2 device, an unknown handle, an allocation of another process, an offered
  * allocation, one locked by vidmm_lock(), a lock count at its maximum, or a placement that
  * forbids the lock - see above: '*data' untouched, nothing changed); VIDMM_E_NO_VIDEO_MEMORY or
  * VIDMM_E_CANT_EVICT_PINNED (the move to an aperture found no room: other allocations may
@@ -415,8 +470,12 @@ VIDMM_API int vidmm_wddm2_lock2(vidmm_device *dev, uint32_t process, vidmm_handl
 /* vidmm_wddm2_unlock2() (D3DKMTUnlock2 / pfnUnlock2Cb) drops one Lock2 reference of 'h'; at 0
  * the lock ends. Returns 0; VIDMM_E_INVALID_ARG (NULL, not a WDDM2 device, an unknown handle,
  * an allocation not locked - spec 6.6: dxgkrnl's "Allocation is not locked" - or locked by
- * vidmm_lock(): nothing changed); VIDMM_E_DEVICE_REMOVED. */
+ * vidmm_lock(): nothing changed); VIDMM_E_DEVICE_REMOVED. It names no process;
+ * vidmm_wddm2_unlock2_process() (0.4) names 'process', which must be the allocation's (only its
+ * creator could lock it): else VIDMM_E_INVALID_ARG, nothing changed; a removed process gets
+ * VIDMM_E_DEVICE_REMOVED (its locks ended with its device). */
 VIDMM_API int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h);
+VIDMM_API int vidmm_wddm2_unlock2_process(vidmm_device *dev, uint32_t process, vidmm_handle h);
 
 /* D3DDDI_UPDATEALLOCPROPERTY's PropertyMaskValue bits (spec 12), exact values. */
 #define VIDMM_UPDATE_SET_ACCESSED_PHYSICALLY   0x1u
@@ -439,7 +498,10 @@ struct vidmm_update_alloc_property_args {
     uint32_t reserved;                  /* 0 */
     uint64_t paging_fence;              /* out: PagingFenceValue - the move's last paging
                                            operation; 0 when nothing moved */
+    /* 0.4 (issue 27): size_of VIDMM_UPDATE_ALLOC_PROPERTY_ARGS_V1_SIZE (before it: not read). */
+    uint32_t process;                   /* the calling process (Processes, above); 0: none */
 };
+#define VIDMM_UPDATE_ALLOC_PROPERTY_ARGS_V1_SIZE offsetof(struct vidmm_update_alloc_property_args, process)
 
 /* vidmm_wddm2_update_alloc_property() (pfnUpdateAllocationPropertyCb, WDDM 2.1) changes the
  * properties 'property_mask' names, for every later placement:
@@ -459,9 +521,10 @@ struct vidmm_update_alloc_property_args {
  * queued: wait for 'paging_fence' before the GPU uses it); one that is not is evicted (the next
  * make-resident places it). Mappings of its GPU VAs follow (UPDATE_PAGE_TABLE).
  * Returns: 0 (paging done, or none); VIDMM_PENDING (the move's paging is in flight: wait for
- * 'paging_fence'); VIDMM_E_INVALID_ARG (NULL, size_of too small, property_mask 0 or unknown
- * bits, unknown flags, reserved not 0, not a WDDM2 device, an unknown handle, a rule of spec
- * 15.2 broken); VIDMM_E_UNSUPPORTED (EXISTING_* memory with a set of apertures only);
+ * 'paging_fence'); VIDMM_E_INVALID_ARG (NULL, size_of neither V1 nor at least the whole
+ * struct, property_mask 0 or unknown bits, unknown flags, reserved not 0, not a WDDM2 device,
+ * an unknown handle, an allocation of another process than the named one and not shared, a
+ * rule of spec 15.2 broken); VIDMM_E_UNSUPPORTED (EXISTING_* memory with a set of apertures only);
  * VIDMM_E_NO_VIDEO_MEMORY (no segment of the new set could ever hold it, or no room for the
  * move even after eviction - other allocations may have been evicted); VIDMM_E_BUSY (it
  * would have to move but is locked or being placed by another call); VIDMM_E_CANT_EVICT_PINNED
@@ -634,15 +697,19 @@ struct vidmm_offer_args {
     uint32_t priority;                  /* VIDMM_OFFER_PRIORITY_* */
     uint32_t flags;                     /* VIDMM_OFFER_* (WDDM2 devices only) */
     uint32_t reserved;                  /* 0 */
+    /* 0.4 (issue 27): size_of VIDMM_OFFER_ARGS_V1_SIZE (before it: not read, 0). */
+    uint32_t process;                   /* the calling process (Processes, above); 0: none */
 };
+#define VIDMM_OFFER_ARGS_V1_SIZE offsetof(struct vidmm_offer_args, process)
 
 /* vidmm_offer() offers the listed allocations (D3DKMTOfferAllocations). Offering one again
  * moves it to the end of its new priority's list. Nothing is discarded by the call itself
  * (except offered content in system memory while the device is over its sysmem_budget).
  * Returns: 0; VIDMM_E_INVALID_ARG (NULL, size_of too small, not exactly one list, count not in
  * 1..10240, priority NONE or unknown, unknown flags, flags on a WDDM1 device, reserved not 0,
- * an unknown handle, a pinned allocation, a locked one - unlock it first: nothing changed);
- * VIDMM_E_DEVICE_REMOVED.
+ * an unknown handle, an allocation of another process than the named one and not shared, a
+ * pinned allocation, a locked one - unlock it first: nothing changed);
+ * VIDMM_E_DEVICE_REMOVED (the device, or the named process's).
  * Thread safety: as every device call. */
 VIDMM_API int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args);
 
@@ -664,9 +731,13 @@ struct vidmm_reclaim_args {
     /* 0.2 (issue 15): size_of is VIDMM_RECLAIM_ARGS_V1_SIZE (not read: the default queue) or
      * at least the whole struct; any other size is refused. */
     vidmm_paging_queue *queue;          /* hPagingQueue (WDDM2): NULL, the default queue */
+    /* 0.4 (issue 27): size_of VIDMM_RECLAIM_ARGS_V2_SIZE (before it: not read, 0). */
+    uint32_t process;                   /* the calling process (Processes, above); 0: the
+                                           queue's, or none without a queue */
 };
-/* size_of of the arguments before 'queue' was added. */
+/* size_of of the arguments before 'queue', and before 'process', was added. */
 #define VIDMM_RECLAIM_ARGS_V1_SIZE offsetof(struct vidmm_reclaim_args, queue)
+#define VIDMM_RECLAIM_ARGS_V2_SIZE offsetof(struct vidmm_reclaim_args, process)
 
 /* vidmm_reclaim() reclaims the listed allocations (D3DKMTReclaimAllocations2): they are no
  * longer offered and may be locked and used again. Results are computed before anything
@@ -680,8 +751,9 @@ struct vidmm_reclaim_args {
  * the queue, as for vidmm_wddm2_make_resident().
  * Returns: 0 (paging done); VIDMM_PENDING (WDDM2: paging in flight, wait for 'paging_fence');
  * VIDMM_E_INVALID_ARG (NULL, size_of too small, not exactly one list, count not in 1..10240,
- * reserved not 0, an unknown handle, a queue not of this device, an allocation of another
- * process than the queue's: nothing changed); VIDMM_E_NO_MEMORY (no backing store for
+ * reserved not 0, an unknown handle, a queue not of this device, a 'process' not the queue's,
+ * an allocation of another process than the named one (or the queue's) and not shared:
+ * nothing changed); VIDMM_E_NO_MEMORY (no backing store for
  * discarded content: nothing changed; or, WDDM2, a resident-listed allocation could not be
  * paged back in: then every allocation is reclaimed, the results are written, and those not
  * paged in stay evicted - vidmm_va_submit() brings them back or fails);

@@ -431,8 +431,8 @@ int vidmm_alloc_create(vidmm_device *dev, const struct vidmm_alloc_desc *desc, v
     int err;
     uint64_t size = 0;
     struct vm_group *g = NULL;
-    if (dev->removed) {
-        err = VIDMM_E_DEVICE_REMOVED;
+    if (dev->removed || vm_w2_proc_removed(dev, desc->process)) {
+        err = VIDMM_E_DEVICE_REMOVED; /* the device, or its process's (a GPU fault, wddm2.h Processes) */
         goto out;
     }
     /* A WDDM2 device reads the WDDM2 flag layout (spec 4.2, wddm2.h): its reserved bits and its

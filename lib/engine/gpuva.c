@@ -362,11 +362,20 @@ void vm_va_spaces_free(vidmm_device *dev)
  * Public calls.
  * ------------------------------------------------------------------------------------------- */
 
-/* enter(): the space's device mutex taken; VIDMM_E_DEVICE_REMOVED when removed. */
+/* enter(): the space's device mutex taken; VIDMM_E_DEVICE_REMOVED when the device, or the
+ * space's process's device (a GPU fault, wddm2.h Processes), is removed. */
 static int enter(vidmm_va_space *sp)
 {
     pthread_mutex_lock(&sp->dev->mu);
-    return sp->dev->removed ? VIDMM_E_DEVICE_REMOVED : 0;
+    return sp->dev->removed || vm_w2_proc_removed(sp->dev, sp->process) ? VIDMM_E_DEVICE_REMOVED : 0;
+}
+
+bool vm_va_has_space(const vidmm_device *dev, uint32_t process)
+{
+    for (const struct vidmm_va_space *s = dev->w2.spaces; s; s = s->next)
+        if (s->process == process)
+            return true;
+    return false;
 }
 
 int vidmm_va_space_create(vidmm_device *dev, uint32_t process, vidmm_va_space **out)
@@ -375,6 +384,8 @@ int vidmm_va_space_create(vidmm_device *dev, uint32_t process, vidmm_va_space **
     if (!dev || !out)
         return REFUSE(__func__, !dev ? "dev" : "out", "NULL", "wddm2.h");
     int err = vm_w2_enter(dev, __func__);
+    if (!err && vm_w2_proc_removed(dev, process))
+        err = VIDMM_E_DEVICE_REMOVED; /* its removed device's paging queues still live */
     for (struct vidmm_va_space *s = dev->w2.spaces; !err && s; s = s->next)
         if (s->process == process)
             err = REFUSE(__func__, "process", "already has a VA space on this device", "wddm2.h");
@@ -425,6 +436,7 @@ void vidmm_va_space_destroy(vidmm_va_space *sp)
     sp->dead = true;
     sp->next = dev->w2.dead;
     dev->w2.dead = sp;
+    vm_w2_object_gone(dev, sp->process); /* its process's removal may end (wddm2.h Processes) */
     reap(dev);
     pthread_mutex_unlock(&dev->mu);
 }
@@ -568,16 +580,20 @@ static void release(vidmm_device *dev, struct vm_alloc **u, size_t n)
 static int fault(vidmm_va_space *sp, uint64_t va, const struct vm_alloc *a)
 {
     vidmm_device *dev = sp->dev;
-    if (!dev->w2.faulted) {
-        dev->w2.faulted = true;
-        dev->w2.fault_va = va;
-        dev->w2.fault_process = sp->process;
-        dev->w2.fault_alloc = a ? a->handle : 0;
-    }
-    vidmm_log(VIDMM_LOG_WARN, "GPU page fault at VA 0x%llx (process %u): %s - device removed (spec 12)",
-              (unsigned long long)va, sp->process, a ? "allocation not on the residency list" : "nothing mapped");
+    dev->w2.faulted = true; /* the latest fault */
+    dev->w2.fault_va = va;
+    dev->w2.fault_process = sp->process;
+    dev->w2.fault_alloc = a ? a->handle : 0;
+    vidmm_log(VIDMM_LOG_WARN, "GPU page fault at VA 0x%llx (process %u): %s - the process's device removed "
+              "(spec 12, Doc NONRES)", (unsigned long long)va, sp->process,
+              a ? "allocation not on the residency list" : "nothing mapped");
+    /* Doc NONRES: the device is removed "for the application that generated the error" - its
+     * process's calls fail from now on, its allocations lose their residency, Lock2 locks and
+     * pins; the other processes go on. */
+    const int err = vm_w2_remove_process(dev, sp->process);
     vm_unlock_and_page(dev);
-    vidmm_device_remove(dev); /* as a TDR: locks end, pins go, every later call fails */
+    if (err)
+        vidmm_device_remove(dev); /* no memory to remove the process alone: the whole device */
     return VIDMM_E_DEVICE_REMOVED;
 }
 
@@ -646,7 +662,7 @@ retry:
         if (u[i]->where == VIDMM_WHERE_DISK || u[i]->swap != VM_SWAP_NONE) {
             if ((err = vm_swap_in(dev, &u[i], 1, true, NULL)) != 0)
                 goto out;
-            if (dev->removed) {
+            if (dev->removed || vm_w2_proc_removed(dev, sp->process)) {
                 err = VIDMM_E_DEVICE_REMOVED;
                 goto out;
             }
@@ -675,8 +691,8 @@ retry:
             break;
         err = vm_wait_paging_locked(dev, last);
     }
-    if (!err && dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
+    if (!err && (dev->removed || vm_w2_proc_removed(dev, sp->process)))
+        err = VIDMM_E_DEVICE_REMOVED; /* removed while it waited */
     if (!err) {
         const uint64_t f = ++dev->fence_issued;
         for (size_t i = 0; i < nu; i++) {

@@ -92,7 +92,7 @@ int vidmm_wddm2_lock2(vidmm_device *dev, uint32_t process, vidmm_handle h, uint3
     struct vm_alloc *a;
 retry:
     a = vm_lookup(dev, h);
-    if (dev->removed)
+    if (dev->removed || vm_w2_proc_removed(dev, process))
         err = VIDMM_E_DEVICE_REMOVED;
     else if (!dev->w2.on)
         err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
@@ -100,6 +100,8 @@ retry:
         err = vm_refuse_handle(call, h);
     else if ((a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED) && process != a->g->desc.process)
         err = REFUSE2("process", "not the creator of the shared allocation", "6.3 rule 10");
+    else if (process != a->g->desc.process && !(a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED))
+        err = REFUSE2("process", "an allocation of another process, not shared", "Doc MAKERESIDENT, wddm2.h Processes");
     else if (a->offer_prio)
         err = vm_offer_refuse_use(a, call); /* offer hook: reclaim it first (spec 6.3 rule 9, 15.20) */
     else if (a->lock_count && a->lock_mode != VM_LOCK_LOCK2)
@@ -189,21 +191,23 @@ out:
     return err;
 }
 
-int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h)
+/* unlock2(): Unlock2 by 'process' (named: vidmm_wddm2_unlock2_process()). */
+static int unlock2(vidmm_device *dev, bool named, uint32_t process, vidmm_handle h, const char *call)
 {
-    VM_DEV_CHECK(dev);
-    static const char call[] = "vidmm_wddm2_unlock2";
     if (!dev)
         return vidmm_refuse(call, "dev", "NULL", "wddm2.h");
     pthread_mutex_lock(&dev->mu);
     int err = 0;
     struct vm_alloc *a = vm_lookup(dev, h);
-    if (dev->removed)
+    if (dev->removed || (named && vm_w2_proc_removed(dev, process)))
         err = VIDMM_E_DEVICE_REMOVED;
     else if (!dev->w2.on)
         err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
     else if (!a)
         err = vm_refuse_handle(call, h);
+    else if (named && process != a->g->desc.process)
+        err = vidmm_refuse(call, "process", "not the allocation's: only its creator may have locked it",
+                           "6.3 rule 10, wddm2.h Processes");
     else if (a->lock_count == 0)
         err = vidmm_refuse(call, "h", "an allocation that is not locked", "6.6");
     else if (a->lock_mode != VM_LOCK_LOCK2)
@@ -218,6 +222,18 @@ int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h)
     }
     vm_unlock_and_page(dev);
     return err;
+}
+
+int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h)
+{
+    VM_DEV_CHECK(dev);
+    return unlock2(dev, false, 0, h, "vidmm_wddm2_unlock2");
+}
+
+int vidmm_wddm2_unlock2_process(vidmm_device *dev, uint32_t process, vidmm_handle h)
+{
+    VM_DEV_CHECK(dev);
+    return unlock2(dev, true, process, h, "vidmm_wddm2_unlock2_process");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -239,12 +255,22 @@ static void set_pinned(struct vm_alloc *a, bool pinned)
     a->pinned = pinned;
 }
 
+void vm_lock2_process_gone(vidmm_device *dev, struct vm_alloc *a)
+{
+    while (a->lock_count && a->lock_mode == VM_LOCK_LOCK2)
+        vm_unlock_one(dev, a); /* the last one queues a PermanentSysMem copy-back */
+    const bool fixed = (a->g->desc.flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
+    set_pinned(a, fixed);
+}
+
 int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_alloc_property_args *args)
 {
     VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_update_alloc_property";
-    if (!dev || !args || args->size_of < sizeof *args)
-        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    if (!dev || !args || (args->size_of != VIDMM_UPDATE_ALLOC_PROPERTY_ARGS_V1_SIZE && args->size_of < sizeof *args))
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of neither V1 nor the whole struct", "wddm2.h");
+    /* 0.4: the calling process, when the caller's struct has it (wddm2.h Processes). */
+    const uint32_t process = args->size_of >= sizeof *args ? args->process : 0;
     if (args->property_mask == 0 || (args->property_mask & ~UPDATE_MASK_ALL))
         return REFUSE_U("property_mask", "0 (nothing to update) or unknown bits", "12");
     if ((args->flags & ~UPDATE_FLAGS_ALL) || args->reserved)
@@ -252,12 +278,14 @@ int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_all
     pthread_mutex_lock(&dev->mu);
     int err = 0;
     struct vm_alloc *a = vm_lookup(dev, args->allocation);
-    if (dev->removed)
+    if (dev->removed || vm_w2_named(dev, process))
         err = VIDMM_E_DEVICE_REMOVED;
     else if (!dev->w2.on)
         err = vidmm_refuse(call, "dev", "not created with VIDMM_DEVICE_WDDM2", "wddm2.h");
     else if (!a)
         err = vm_refuse_handle(call, args->allocation);
+    else
+        err = vm_w2_owned(a, process, call);
     if (err)
         goto out;
     struct vm_group *g = a->g;

@@ -272,8 +272,10 @@ int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args)
 {
     VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_offer";
-    if (!dev || !args || args->size_of < sizeof *args)
-        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    if (!dev || !args || (args->size_of != VIDMM_OFFER_ARGS_V1_SIZE && args->size_of < sizeof *args))
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of neither V1 nor the whole struct", "wddm2.h");
+    /* 0.4: the calling process, when the caller's struct has it (wddm2.h Processes). */
+    const uint32_t process = args->size_of >= sizeof *args ? args->process : 0;
     int err = check_list(args->resources, args->allocations, args->count, call);
     if (err)
         return err;
@@ -286,6 +288,10 @@ int vidmm_offer(vidmm_device *dev, const struct vidmm_offer_args *args)
     const vidmm_handle *list = args->resources ? args->resources : args->allocations;
     pthread_mutex_lock(&dev->mu);
     err = begin(dev, list, args->count, call);
+    if (!err)
+        err = vm_w2_named(dev, process);
+    for (uint32_t i = 0; !err && process && i < args->count; i++)
+        err = vm_w2_owned(vm_lookup(dev, list[i]), process, call);
     if (!err && args->flags && !dev->w2.on)
         err = vidmm_refuse(call, "flags", "D3DKMT_OFFER_FLAGS on a WDDM1 device (they are WDDM2)", "11");
     /* Everything is checked before anything changes. */
@@ -379,10 +385,14 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
 {
     VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_reclaim";
-    if (!dev || !args || (args->size_of != VIDMM_RECLAIM_ARGS_V1_SIZE && args->size_of < sizeof *args))
-        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
-    /* 0.2: the paging queue (WDDM2 hook, pagingq.c), when the caller's struct has it. */
-    vidmm_paging_queue *const queue = args->size_of >= sizeof *args ? args->queue : NULL;
+    if (!dev || !args ||
+        (args->size_of != VIDMM_RECLAIM_ARGS_V1_SIZE && args->size_of != VIDMM_RECLAIM_ARGS_V2_SIZE &&
+         args->size_of < sizeof *args))
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of not V1, V2 or the whole struct", "wddm2.h");
+    /* 0.2: the paging queue (WDDM2 hook, pagingq.c), 0.4: the calling process (wddm2.h
+     * Processes), when the caller's struct has them. */
+    vidmm_paging_queue *const queue = args->size_of >= VIDMM_RECLAIM_ARGS_V2_SIZE ? args->queue : NULL;
+    const uint32_t process = args->size_of >= sizeof *args ? args->process : 0;
     struct vidmm_paging_queue *q = NULL;
     int err = check_list(args->resources, args->allocations, args->count, call);
     if (err)
@@ -401,8 +411,14 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
     if (!err && queue) {
         if ((q = vm_pq_lookup(dev, queue)) == NULL)
             err = vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
+        else if (process && process != vm_pq_process(q))
+            err = vidmm_refuse(call, "process", "not the paging queue's process", "wddm2.h Processes");
+        else if (vm_w2_proc_removed(dev, vm_pq_process(q)))
+            err = VIDMM_E_DEVICE_REMOVED;
         else if ((err = vm_pq_check(q, u, n, call)) == 0)
             err = vm_pq_reserve(q);
+    } else if (!err && (err = vm_w2_named(dev, process)) == 0) {
+        err = vm_w2_owned_list(u, n, process, call);
     }
     if (!err && (mine = calloc(n, sizeof *mine)) == NULL)
         err = VIDMM_E_NO_MEMORY;

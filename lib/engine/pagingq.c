@@ -123,6 +123,19 @@ uint64_t vm_pq_issue(vidmm_device *dev, struct vidmm_paging_queue *q, struct vm_
     return v.value;
 }
 
+uint32_t vm_pq_process(const struct vidmm_paging_queue *q)
+{
+    return q->process;
+}
+
+bool vm_pq_any(const vidmm_device *dev, uint32_t process)
+{
+    for (const struct vidmm_paging_queue *q = dev->w2.queues; q; q = q->next)
+        if (q->process == process)
+            return true;
+    return false;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The public calls.
  * ------------------------------------------------------------------------------------------- */
@@ -141,6 +154,8 @@ int vidmm_paging_queue_create(vidmm_device *dev, uint32_t process, int32_t prior
     q->process = process;
     q->cls = (uint8_t)(priority + 1);
     int err = vm_w2_enter(dev, call);
+    if (!err && vm_w2_proc_removed(dev, process))
+        err = VIDMM_E_DEVICE_REMOVED; /* its device removed: destroy its objects first */
     if (!err) {
         q->next = dev->w2.queues;
         dev->w2.queues = q;
@@ -155,7 +170,7 @@ int vidmm_paging_queue_create(vidmm_device *dev, uint32_t process, int32_t prior
 /* wait_value(): wait (mutex held) until 'q''s fence has passed 'value', or 'dl'. */
 static int wait_value(vidmm_device *dev, struct vidmm_paging_queue *q, uint64_t value, const struct timespec *dl)
 {
-    while (q->done < value && !dev->removed) {
+    while (q->done < value && !dev->removed && !vm_w2_proc_removed(dev, q->process)) {
         if (!dev->executing && !dev->q_len) {
             vm_pq_progress(dev); /* nothing left to run: every operation has */
             if (q->done < value)
@@ -166,7 +181,7 @@ static int wait_value(vidmm_device *dev, struct vidmm_paging_queue *q, uint64_t 
         if (err && q->done < value)
             return err;
     }
-    if (dev->removed)
+    if (dev->removed || vm_w2_proc_removed(dev, q->process))
         return VIDMM_E_DEVICE_REMOVED;
     return 0;
 }
@@ -177,7 +192,7 @@ int vidmm_paging_queue_destroy(vidmm_paging_queue *q)
         return 0;
     vidmm_device *dev = q->dev;
     pthread_mutex_lock(&dev->mu);
-    if (!dev->removed) {
+    if (!dev->removed && !vm_w2_proc_removed(dev, q->process)) {
         struct timespec dl;
         int err = wait_value(dev, q, q->issued, vm_deadline_for(dev, &dl) ? &dl : NULL);
         if (err == VIDMM_E_TIMEOUT) {
@@ -191,6 +206,7 @@ int vidmm_paging_queue_destroy(vidmm_paging_queue *q)
             break;
         }
     }
+    vm_w2_object_gone(dev, q->process); /* its process's removal may end (wddm2.h Processes) */
     pthread_mutex_unlock(&dev->mu);
     free(q->pend);
     free(q);

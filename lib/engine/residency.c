@@ -149,6 +149,78 @@ static ptrdiff_t proc_index(vidmm_device *dev, uint32_t process, bool create)
     return (ptrdiff_t)dev->w2.nprocs++;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Processes: ownership and removal (wddm2.h "Processes", issue 27 items 4 and 5).
+ * ------------------------------------------------------------------------------------------- */
+bool vm_w2_proc_removed(const vidmm_device *dev, uint32_t process)
+{
+    for (uint32_t i = 0; dev->w2.nremoved && i < dev->w2.nprocs; i++)
+        if (dev->w2.procs[i].process == process)
+            return dev->w2.procs[i].removed;
+    return false;
+}
+
+int vm_w2_named(const vidmm_device *dev, uint32_t process)
+{
+    return process && vm_w2_proc_removed(dev, process) ? VIDMM_E_DEVICE_REMOVED : 0;
+}
+
+int vm_w2_owned(const struct vm_alloc *a, uint32_t process, const char *call)
+{
+    if (process == 0 || a->g->desc.process == process || (a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED))
+        return 0;
+    vidmm_log(VIDMM_LOG_WARN, "%s: allocation 0x%x belongs to process %u, not to the calling process %u, and is not "
+              "shared (Doc MAKERESIDENT: every allocation must be created on the caller's device)",
+              call, a->handle, a->g->desc.process, process);
+    return VIDMM_E_INVALID_ARG;
+}
+
+int vm_w2_owned_list(struct vm_alloc *const *u, size_t n, uint32_t process, const char *call)
+{
+    int err = 0;
+    for (size_t i = 0; process && !err && i < n; i++)
+        err = vm_w2_owned(u[i], process, call);
+    return err;
+}
+
+static void uncharge(vidmm_device *dev, struct vm_alloc *a);
+
+int vm_w2_remove_process(vidmm_device *dev, uint32_t process)
+{
+    ptrdiff_t pi = proc_index(dev, process, true);
+    if (pi < 0)
+        return VIDMM_E_NO_MEMORY;
+    if (!dev->w2.procs[pi].removed) {
+        dev->w2.procs[pi].removed = true;
+        dev->w2.nremoved++;
+    }
+    /* What its device held goes with it: the residency list's references of its own
+     * allocations (a shared one's may be another process's), their Lock2 locks and pins. */
+    for (uint32_t i = 1; i <= dev->table_top; i++) {
+        struct vm_alloc *a = dev->table[i];
+        if (!a || a->g->desc.process != process || (a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED))
+            continue;
+        vm_lock2_process_gone(dev, a);
+        if (a->w2_res_count) {
+            a->w2_res_count = 0;
+            uncharge(dev, a);
+        }
+    }
+    pthread_cond_broadcast(&dev->paging_cv); /* waiters of its queues look again */
+    return 0;
+}
+
+void vm_w2_object_gone(vidmm_device *dev, uint32_t process)
+{
+    ptrdiff_t pi = proc_index(dev, process, false);
+    if (pi < 0 || !dev->w2.procs[pi].removed)
+        return;
+    if (vm_va_has_space(dev, process) || vm_pq_any(dev, process))
+        return;
+    dev->w2.procs[pi].removed = false; /* a new device of the process may be made */
+    dev->w2.nremoved--;
+}
+
 /* The group 'a' is charged to if its count leaves 0 now (see the file comment). */
 static int charge_group(const vidmm_device *dev, const struct vm_alloc *a)
 {
@@ -291,6 +363,28 @@ static int made_resident(vidmm_device *dev, struct vidmm_make_resident_args *arg
     return last > dev->paging_done ? VIDMM_PENDING : 0;
 }
 
+/* named_list(): the checks of the process a residency call names (wddm2.h Processes) - by its
+ * paging 'queue' (a live queue of 'dev', whose room for a fence value is reserved: '*q') or
+ * by 'process' (0: none; with a queue, the queue's) - over the 'n' allocations of 'u':
+ * VIDMM_E_DEVICE_REMOVED for a removed process, VIDMM_E_INVALID_ARG for a foreign allocation. */
+static int named_list(vidmm_device *dev, vidmm_paging_queue *queue, uint32_t process, struct vm_alloc *const *u,
+                      size_t n, struct vidmm_paging_queue **q, const char *call)
+{
+    *q = NULL;
+    if (queue) {
+        if ((*q = vm_pq_lookup(dev, queue)) == NULL)
+            return vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
+        if (process && process != vm_pq_process(*q))
+            return vidmm_refuse(call, "process", "not the paging queue's process", "wddm2.h Processes");
+        if (vm_w2_proc_removed(dev, vm_pq_process(*q)))
+            return VIDMM_E_DEVICE_REMOVED;
+        int err = vm_pq_check(*q, u, n, call);
+        return err ? err : vm_pq_reserve(*q);
+    }
+    int err = vm_w2_named(dev, process);
+    return err ? err : vm_w2_owned_list(u, n, process, call);
+}
+
 /* How many handles ahead collect_resident() prefetches the allocation of: when its lines are
  * not cached, the stores to its scratch tag stall the loop (a call after 32 MiB went through
  * the caches took 3.5x as long as the general path's without it, 0.7x with it). */
@@ -335,17 +429,13 @@ static size_t collect_resident(vidmm_device *dev, const vidmm_handle *h, uint32_
  * paging queue's checks, then what the general path does to a placed allocation with
  * references - a use (LRU), the references added - in one pass. Nothing is paged, so no
  * allocation needs holding. */
-static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args *args,
-                              vidmm_paging_queue *queue, struct vm_alloc **u, size_t n, const char *call)
+static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args *args, vidmm_paging_queue *queue,
+                              uint32_t process, struct vm_alloc **u, size_t n, const char *call)
 {
     struct vidmm_paging_queue *q = NULL;
-    int err;
-    if (queue) {
-        if ((q = vm_pq_lookup(dev, queue)) == NULL)
-            return vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
-        if ((err = vm_pq_check(q, u, n, call)) != 0 || (err = vm_pq_reserve(q)) != 0)
-            return err;
-    }
+    int err = named_list(dev, queue, process, u, n, &q, call);
+    if (err)
+        return err;
     uint64_t last = 0;
     struct vm_segment *bs = NULL; /* the bucket of the allocation before, and its key */
     uint32_t bprio = 0;
@@ -378,10 +468,13 @@ int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args
 {
     VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_make_resident";
-    if (!dev || !args || (args->size_of != VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE && args->size_of < sizeof *args))
-        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
-    /* 0.2: the paging queue, when the caller's struct has it. */
-    vidmm_paging_queue *const queue = args->size_of >= sizeof *args ? args->queue : NULL;
+    if (!dev || !args ||
+        (args->size_of != VIDMM_MAKE_RESIDENT_ARGS_V1_SIZE && args->size_of != VIDMM_MAKE_RESIDENT_ARGS_V2_SIZE &&
+         args->size_of < sizeof *args))
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of not V1, V2 or the whole struct", "wddm2.h");
+    /* 0.2: the paging queue, 0.4: the calling process, when the caller's struct has them. */
+    vidmm_paging_queue *const queue = args->size_of >= VIDMM_MAKE_RESIDENT_ARGS_V2_SIZE ? args->queue : NULL;
+    const uint32_t process = args->size_of >= sizeof *args ? args->process : 0;
     struct vidmm_paging_queue *q = NULL;
     if (!args->allocations || args->count == 0 || args->count > MAX_LIST)
         return vidmm_refuse(call, "count", "no list, or count not in 1..10240", "12");
@@ -395,21 +488,15 @@ int vidmm_wddm2_make_resident(vidmm_device *dev, struct vidmm_make_resident_args
     int err;
     size_t n;
     if (!dev->removed && dev->w2.on && (n = collect_resident(dev, args->allocations, args->count, u)) != 0) {
-        err = make_resident_fast(dev, args, queue, u, n, call);
+        err = make_resident_fast(dev, args, queue, process, u, n, call);
         goto out;
     }
 retry:
     if ((err = begin(dev, args->allocations, args->count, call)) != 0)
         goto out;
     n = collect(dev, args->allocations, args->count, u);
-    if (queue) {
-        if ((q = vm_pq_lookup(dev, queue)) == NULL) {
-            err = vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
-            goto out;
-        }
-        if ((err = vm_pq_check(q, u, n, call)) != 0 || (err = vm_pq_reserve(q)) != 0)
-            goto out;
-    }
+    if ((err = named_list(dev, queue, process, u, n, &q, call)) != 0)
+        goto out;
     for (size_t i = 0; i < n; i++) /* offer hook: reclaim before use (spec 15.20, offer.c) */
         if ((err = vm_offer_refuse_use(u[i], call)) != 0)
             goto out;
@@ -573,8 +660,10 @@ int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
 {
     VM_DEV_CHECK(dev);
     static const char call[] = "vidmm_wddm2_evict";
-    if (!dev || !args || args->size_of < sizeof *args)
-        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of too small", "wddm2.h");
+    if (!dev || !args || (args->size_of != VIDMM_EVICT_ARGS_V1_SIZE && args->size_of < sizeof *args))
+        return vidmm_refuse(call, !dev ? "dev" : "args", "NULL, or size_of neither V1 nor the whole struct", "wddm2.h");
+    /* 0.4: the calling process, when the caller's struct has it (wddm2.h Processes). */
+    const uint32_t process = args->size_of >= sizeof *args ? args->process : 0;
     if (!args->allocations || args->count == 0 || args->count > MAX_LIST)
         return vidmm_refuse(call, "count", "no list, or count not in 1..10240", "12");
     if (args->flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO))
@@ -584,7 +673,11 @@ int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
         return VIDMM_E_NO_MEMORY;
     pthread_mutex_lock(&dev->mu);
     int err = begin(dev, args->allocations, args->count, call);
+    if (!err)
+        err = vm_w2_named(dev, process);
     size_t n = err ? 0 : collect(dev, args->allocations, args->count, u);
+    if (!err)
+        err = vm_w2_owned_list(u, n, process, call);
     for (size_t i = 0; !err && i < n; i++)
         if (u[i]->w2_n > u[i]->w2_res_count) /* engine policy (spec 15.21) */
             err = vidmm_refuse(call, "allocations", "more evictions than residency references", "15.21");
@@ -607,16 +700,19 @@ int vidmm_wddm2_evict(vidmm_device *dev, struct vidmm_evict_args *args)
 /* ---------------------------------------------------------------------------------------------
  * Queries, paging fences, budgets.
  * ------------------------------------------------------------------------------------------- */
-int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, uint32_t *status,
-                                uint32_t *refs)
+/* query_residency(): the query by 'process' (0: none). */
+static int query_residency(vidmm_device *dev, uint32_t process, const vidmm_handle *handles, uint32_t count,
+                           uint32_t *status, uint32_t *refs, const char *call)
 {
-    VM_DEV_CHECK(dev);
-    static const char call[] = "vidmm_wddm2_query_residency";
     if (!dev || !handles || !status || count == 0 || count > MAX_LIST)
         return vidmm_refuse(call, !dev ? "dev" : !handles ? "handles" : !status ? "status" : "count",
                             "NULL, or count not in 1..10240", "12");
     pthread_mutex_lock(&dev->mu);
     int err = begin(dev, handles, count, call);
+    if (!err)
+        err = vm_w2_named(dev, process);
+    for (uint32_t i = 0; !err && process && i < count; i++) /* every one checked before any is written */
+        err = vm_w2_owned(vm_lookup(dev, handles[i]), process, call);
     for (uint32_t i = 0; !err && i < count; i++) {
         const struct vm_alloc *a = vm_lookup(dev, handles[i]);
         status[i] = a->where == VIDMM_WHERE_SEGMENT    ? VIDMM_RESIDENCY_IN_GPU_MEMORY
@@ -627,6 +723,22 @@ int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, 
     }
     pthread_mutex_unlock(&dev->mu);
     return err;
+}
+
+int vidmm_wddm2_query_residency(vidmm_device *dev, const vidmm_handle *handles, uint32_t count, uint32_t *status,
+                                uint32_t *refs)
+{
+    VM_DEV_CHECK(dev);
+    return query_residency(dev, 0, handles, count, status, refs, "vidmm_wddm2_query_residency");
+}
+
+int vidmm_wddm2_query_residency_process(vidmm_device *dev, uint32_t process, const vidmm_handle *handles,
+                                        uint32_t count, uint32_t *status, uint32_t *refs)
+{
+    VM_DEV_CHECK(dev);
+    if (process == 0)
+        return vidmm_refuse("vidmm_wddm2_query_residency_process", "process", "0 names no process", "wddm2.h Processes");
+    return query_residency(dev, process, handles, count, status, refs, "vidmm_wddm2_query_residency_process");
 }
 
 uint64_t vidmm_wddm2_paging_fence_completed(vidmm_device *dev)

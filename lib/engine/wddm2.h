@@ -44,6 +44,7 @@ struct vm_w2_proc {
     uint64_t budget[2], usage[2], reservation[2];
     uint64_t need[2];           /* scratch of a make-resident: bytes it would add */
     uint32_t tag;               /* scratch: the call that last touched 'need' */
+    bool removed;               /* its device was removed by a GPU fault (wddm2.h Processes) */
 };
 
 /* A budget-change callback's registration. */
@@ -65,6 +66,7 @@ struct vm_w2_dev {
     struct vidmm_va_space *spaces;  /* live VA spaces */
     struct vidmm_va_space *dead;    /* destroyed, freed once paging passed their last op */
     uint32_t tag;
+    uint32_t nremoved;          /* processes with 'removed' set: 0 skips every lookup */
     bool faulted;
     uint64_t fault_va;
     uint32_t fault_process;
@@ -112,6 +114,30 @@ void vm_w2_placed(vidmm_device *dev, struct vm_alloc *a);
 void vm_w2_alloc_free(vidmm_device *dev, struct vm_alloc *a);
 /* paging.c run_one(): an UPDATE_PAGE_TABLE operation runs - write its entries. */
 void vm_va_apply(const struct vm_pop *p);
+
+/* Processes (include/vidmm/wddm2.h "Processes", issue 27 items 4 and 5; residency.c).
+ * vm_w2_proc_removed(): 'process''s device was removed by a GPU fault. vm_w2_named(): the
+ * check of a call naming 'process' (0: none): VIDMM_E_DEVICE_REMOVED when removed, else 0.
+ * vm_w2_owned(): 'a' may be listed by a call naming 'process' (0, its creator, or shared), else
+ * VIDMM_E_INVALID_ARG logged with 'call'; vm_w2_owned_list() the same over 'u'.
+ * vm_w2_remove_process(): a GPU fault in 'process''s work - its device removed, its
+ * allocations' references, Lock2 locks and pins dropped; 0, or VIDMM_E_NO_MEMORY (no state for
+ * it: the caller removes the whole device). vm_w2_object_gone(): a VA space or paging queue of
+ * 'process' was destroyed: its removal ends once it has neither. Mutex held for all. */
+bool vm_w2_proc_removed(const vidmm_device *dev, uint32_t process);
+int vm_w2_named(const vidmm_device *dev, uint32_t process);
+int vm_w2_owned(const struct vm_alloc *a, uint32_t process, const char *call);
+int vm_w2_owned_list(struct vm_alloc *const *u, size_t n, uint32_t process, const char *call);
+int vm_w2_remove_process(vidmm_device *dev, uint32_t process);
+void vm_w2_object_gone(vidmm_device *dev, uint32_t process);
+/* lock2.c, for vm_w2_remove_process(): 'a''s Lock2 locks end (as by its last Unlock2) and its
+ * Unmoveable pin goes (Overlay / Capture stay pinned). */
+void vm_lock2_process_gone(vidmm_device *dev, struct vm_alloc *a);
+/* pagingq.c: the process of a live queue; whether 'process' has a live queue. gpuva.c:
+ * whether it has a VA space. */
+uint32_t vm_pq_process(const struct vidmm_paging_queue *q);
+bool vm_pq_any(const vidmm_device *dev, uint32_t process);
+bool vm_va_has_space(const vidmm_device *dev, uint32_t process);
 
 /* lock2.c: a locked allocation (Lock2, or a plain lock) that is not placed and has no aperture
  * segment in its supported set cannot be made resident while the lock lasts (spec 6.6: not

@@ -37,7 +37,8 @@ set(VIDMM_ENGINE_CONF_TESTS
   test_conf_resident_lists
   test_range_views
   test_refusals25
-  test_conf_wddm2_pte_order)
+  test_conf_wddm2_pte_order
+  test_conf_wddm2_process)
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)

@@ -905,6 +905,8 @@ struct w2 {
     unsigned long records;
     uint32_t nprocs;
     vidmm_va_space *sp[W2_PROCS];
+    bool gone[W2_PROCS];        /* its device removed by a GPU fault (issue 27 item 5) */
+    uint32_t faults;
     uint64_t budget[W2_PROCS][2], resv[W2_PROCS][2];
     struct w2res res[W2_PROCS][W2_RES];
     struct w2map map[W2_MAPS];
@@ -1126,6 +1128,16 @@ static void w2_check(struct fz *f, struct w2 *w)
                                : q.where == VIDMM_WHERE_APERTURE ? VIDMM_RESIDENCY_IN_SHARED_MEMORY
                                                                  : VIDMM_RESIDENCY_NOT_RESIDENT;
         CHECK(st == want_st, "0x%x: residency status %u, where %u", x->h, st, q.where);
+        /* The query naming a process (issue 27 item 4): its creator's answers the same (or says
+         * its device was removed); another's is refused unless shared. */
+        for (uint32_t p = 0; p < w->nprocs; p++) {
+            uint32_t st2 = 77, refs2 = 77;
+            rc = vidmm_wddm2_query_residency_process(f->dev, W2_PROC_ID(p), &x->h, 1, &st2, &refs2);
+            const int want = w->gone[p] ? VIDMM_E_DEVICE_REMOVED : p != x->proc && !x->shared ? VIDMM_E_INVALID_ARG : 0;
+            CHECK(rc == want && (rc ? st2 == 77 && refs2 == 77 : st2 == st && refs2 == refs),
+                  "query_residency_process of 0x%x by process %u: %s (%u, %u), model %s (%u, %u)", x->h, p,
+                  vidmm_strerror(rc), st2, refs2, vidmm_strerror(want), st, refs);
+        }
         if (w2_placed(&q)) {
             CHECK(q.segment_id >= 1 && q.segment_id <= 3 && ((x->set >> (q.segment_id - 1)) & 1),
                   "0x%x in segment %u outside its set 0x%x", x->h, q.segment_id, x->set);
@@ -1186,6 +1198,77 @@ static void w2_removed(struct fz *f, struct w2 *w)
     CHECK(rc == VIDMM_E_DEVICE_REMOVED, "make_resident after removal: %s", vidmm_strerror(rc));
 }
 
+/* A GPU fault in process p's work removed p's device, not the vidmm device (Doc NONRES,
+ * wddm2.h Processes): its own allocations leave the residency list and their Lock2 locks end;
+ * its shared ones keep their references; every other process goes on. */
+/* What the WDDM2 sequences reached, for fuzz_engine_random's check that the generator still
+ * gets there (issue 27 items 4 and 5): inputs, process removals by a fault, calls refused for
+ * naming another process's allocation, make-residents and submissions that succeeded while a
+ * process was removed, removed processes that made a new space. */
+unsigned long fuzz_engine_w2_inputs, fuzz_engine_w2_gone, fuzz_engine_w2_foreign, fuzz_engine_w2_after_gone,
+    fuzz_engine_w2_revived;
+static bool w2_any_gone(const struct w2 *w);
+
+static bool w2_any_gone(const struct w2 *w)
+{
+    for (uint32_t p = 0; p < w->nprocs; p++)
+        if (w->gone[p])
+            return true;
+    return false;
+}
+
+static void w2_gone(struct w2 *w, uint32_t p)
+{
+    fuzz_engine_w2_gone++;
+    w->gone[p] = true;
+    for (int i = 0; i < W2_ALLOCS; i++) {
+        struct w2a *x = &w->a[i];
+        if (!x->live || x->proc != p || x->shared)
+            continue;
+        x->refs = 0;
+        x->group = -1;
+        x->locks = 0;
+        x->lock_ptr = NULL;
+    }
+}
+
+/* The process a residency call names (issue 27 item 4), chosen by 'sel': mostly the owner of
+ * the first listed allocation, now and then none (0) or any process - perhaps another's. */
+struct w2_caller {
+    bool named;
+    uint32_t p;                 /* index, when named */
+};
+
+static struct w2_caller w2_caller(const struct w2 *w, uint8_t sel, const struct w2a *first)
+{
+    switch (sel & 3) {
+    case 2: return (struct w2_caller){ false, 0 };
+    case 3: return (struct w2_caller){ true, (uint32_t)(sel >> 2) % w->nprocs };
+    default: return (struct w2_caller){ true, first->proc };
+    }
+}
+
+static uint32_t w2_caller_id(struct w2_caller c)
+{
+    return c.named ? W2_PROC_ID(c.p) : 0;
+}
+
+/* What the engine answers first for a call naming 'c' over 'xs': the named process removed,
+ * or a listed allocation of another process that is not shared; 0: neither. */
+static int w2_caller_refusal(const struct w2 *w, struct w2_caller c, struct w2a *const *xs, uint32_t n)
+{
+    if (!c.named)
+        return 0;
+    if (w->gone[c.p])
+        return VIDMM_E_DEVICE_REMOVED;
+    for (uint32_t i = 0; i < n; i++)
+        if (xs[i]->proc != c.p && !xs[i]->shared) {
+            fuzz_engine_w2_foreign++;
+            return VIDMM_E_INVALID_ARG;
+        }
+    return 0;
+}
+
 static void w2_create(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
 {
     struct w2a *x = NULL;
@@ -1221,12 +1304,17 @@ static void w2_create(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
         d.max_renaming = 2;
     vidmm_handle h = 0xDEADBEEFu;
     int rc = vidmm_alloc_create(f->dev, &d, &h);
+    if (w->gone[proc]) { /* its device removed (issue 27 item 5) */
+        CHECK(rc == VIDMM_E_DEVICE_REMOVED && h == 0xDEADBEEFu, "create by a removed process: %s", vidmm_strerror(rc));
+        return;
+    }
     if (bad) {
         CHECK(rc == VIDMM_E_INVALID_ARG && h == 0xDEADBEEFu, "create with renaming on WDDM2: %s", vidmm_strerror(rc));
         return;
     }
     CHECK(rc == 0, "create of %llu bytes, flags 0x%x set 0x%x: %s", (unsigned long long)d.size, d.flags, set,
           vidmm_strerror(rc));
+    fuzz_engine_w2_after_gone += w2_any_gone(w);
     memset(x, 0, sizeof *x);
     x->live = true;
     x->h = h;
@@ -1260,6 +1348,12 @@ static void w2_va(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
     const uint32_t p = (uint32_t)(a % w->nprocs);
     vidmm_va_space *sp = w->sp[p];
     struct w2res *r = &w->res[p][(a >> 2) % W2_RES];
+    if (w->gone[p]) { /* its device removed: every call of its space refused (issue 27 item 5) */
+        uint64_t va = 0x1234;
+        int rc = (c & 1) ? vidmm_va_reserve(sp, 0, PG, &va) : vidmm_va_unmap(sp, r->live ? r->va : PG, PG);
+        CHECK(rc == VIDMM_E_DEVICE_REMOVED && va == 0x1234, "VA call of a removed process: %s", vidmm_strerror(rc));
+        return;
+    }
     switch (c % 4) {
     case 0: { /* reserve */
         if (r->live)
@@ -1435,7 +1529,9 @@ static void w2_translate(struct fz *f, struct w2 *w, uint8_t a, uint8_t b)
  * translations, and the fence is signalled. */
 static void w2_submit(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c)
 {
-    const bool wild = (b & 0x1F) == 0; /* now and then a range that may fault */
+    /* Now and then a range that may fault: one in eight (a fault removes one process, and the
+     * run goes on with the others - issue 27 item 5). */
+    const bool wild = (b & 0x7) == 0;
     uint32_t p = (uint32_t)(a % w->nprocs);
     for (int j = 0; j < W2_MAPS && !wild; j++) { /* the process of a mapping the GPU may use */
         const struct w2map *o = &w->map[(b + j) % W2_MAPS];
@@ -1467,6 +1563,12 @@ static void w2_submit(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
     }
     if (n == 0)
         return;
+    if (w->gone[p]) { /* its device removed (issue 27 item 5) */
+        uint64_t fence = 0;
+        int rc = vidmm_va_submit(w->sp[p], refs, n, 0, &fence);
+        CHECK(rc == VIDMM_E_DEVICE_REMOVED, "va_submit of a removed process: %s", vidmm_strerror(rc));
+        return;
+    }
     /* The model: page by page, ref by ref, the first offered mapping or fault decides. */
     int want = 0;
     uint64_t fault_va = 0;
@@ -1497,7 +1599,8 @@ static void w2_submit(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
               "last_fault: %s, va 0x%llx process %u allocation 0x%x, model 0x%llx %u 0x%x", vidmm_strerror(rc),
               (unsigned long long)gf.va, gf.process, gf.allocation, (unsigned long long)fault_va, W2_PROC_ID(p),
               fault_h);
-        w2_removed(f, w);
+        w->faults++;
+        w2_gone(w, p); /* that process's device only: the run goes on */
         return;
     }
     if (want) {
@@ -1507,8 +1610,9 @@ static void w2_submit(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
     if (rc == VIDMM_E_NO_MEMORY)
         return; /* a resident-listed allocation could not be brought back (no room) */
     CHECK(rc == 0, "va_submit of %u ranges: %s", n, vidmm_strerror(rc));
+    fuzz_engine_w2_after_gone += w2_any_gone(w);
     struct vidmm_gpu_fault gf = { .size_of = sizeof gf };
-    CHECK(vidmm_wddm2_last_fault(f->dev, &gf) == VIDMM_E_NOT_AVAILABLE, "a fault without one");
+    CHECK(vidmm_wddm2_last_fault(f->dev, &gf) == (w->faults ? 0 : VIDMM_E_NOT_AVAILABLE), "a fault without one");
     for (uint32_t i = 0; i < n; i++) {
         if (!(refs[i].flags & VIDMM_REF_WRITE))
             continue;
@@ -1554,9 +1658,11 @@ static void w2_make_resident(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, u
     const bool bad = (c & 0xC0) == 0xC0 && (c & 2);
     if (bad)
         flags |= 0x4;
-    /* The model, in the engine's order of refusals: flags, offered, locked outside the
-     * segments it may use, then the budgets before anything changes. */
-    int want = bad ? VIDMM_E_INVALID_ARG : 0;
+    const struct w2_caller who = w2_caller(w, (uint8_t)(a >> 5), xs[0]);
+    /* The model, in the engine's order of refusals: flags, the named process (removed, or
+     * another's allocation), offered, locked outside the segments it may use, then the budgets
+     * before anything changes. */
+    int want = bad ? VIDMM_E_INVALID_ARG : w2_caller_refusal(w, who, xs, n);
     for (uint32_t i = 0; i < n && !want; i++)
         if (xs[i]->offered)
             want = VIDMM_E_INVALID_ARG;
@@ -1589,6 +1695,7 @@ static void w2_make_resident(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, u
     if (!want && trim)
         want = VIDMM_E_NO_MEMORY;
     struct vidmm_make_resident_args mr = { .size_of = sizeof mr, .allocations = h, .count = n, .flags = flags };
+    mr.process = w2_caller_id(who);
     mr.bytes_to_trim = 0xFEFEFEFEu;
     int rc = vidmm_wddm2_make_resident(f->dev, &mr);
     if (trace)
@@ -1596,15 +1703,15 @@ static void w2_make_resident(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, u
                 vidmm_strerror(rc), vidmm_strerror(want), (unsigned long long)mr.bytes_to_trim,
                 (unsigned long long)trim);
     const bool must = (flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) != 0;
-    if (want && want != VIDMM_E_INVALID_ARG && must) {
+    if (want && want != VIDMM_E_INVALID_ARG && want != VIDMM_E_DEVICE_REMOVED && must) {
         CHECK(rc == VIDMM_E_DEVICE_REMOVED, "MUST_SUCCEED make_resident failing with %s: %s", vidmm_strerror(want),
               vidmm_strerror(rc));
         w2_removed(f, w);
         return;
     }
     if (want) {
-        CHECK(rc == want, "make_resident of %u (flags 0x%x): %s, model %s", n, flags, vidmm_strerror(rc),
-              vidmm_strerror(want));
+        CHECK(rc == want, "make_resident of %u (flags 0x%x, process %u): %s, model %s", n, flags, mr.process,
+              vidmm_strerror(rc), vidmm_strerror(want));
         if (want == VIDMM_E_NO_MEMORY)
             CHECK(mr.bytes_to_trim == trim && mr.made_resident == 0, "NumBytesToTrim %llu, model %llu (made %u)",
                   (unsigned long long)mr.bytes_to_trim, (unsigned long long)trim, mr.made_resident);
@@ -1627,6 +1734,7 @@ static void w2_make_resident(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, u
     CHECK(rc == 0 || rc == VIDMM_PENDING, "make_resident of %u (flags 0x%x): %s", n, flags, vidmm_strerror(rc));
     CHECK(mr.made_resident == n && mr.bytes_to_trim == 0, "made %u of %u resident, NumBytesToTrim %llu",
           mr.made_resident, n, (unsigned long long)mr.bytes_to_trim);
+    fuzz_engine_w2_after_gone += w2_any_gone(w);
     if (rc == VIDMM_PENDING) {
         rc = vidmm_wddm2_paging_fence_wait(f->dev, mr.paging_fence, UINT64_MAX);
         CHECK(rc == 0, "paging_fence_wait: %s", vidmm_strerror(rc));
@@ -1665,6 +1773,8 @@ static void w2_evict(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c
     if (n == 0)
         return;
     const uint32_t flags = c & (VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO);
+    const struct w2_caller who = w2_caller(w, (uint8_t)(a >> 5), xs[0]);
+    const int refusal = w2_caller_refusal(w, who, xs, n);
     bool ok = true;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t times = 0;
@@ -1673,7 +1783,13 @@ static void w2_evict(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c
         ok &= times <= xs[i]->refs;
     }
     struct vidmm_evict_args ea = { .size_of = sizeof ea, .allocations = h, .count = n, .flags = flags };
+    ea.process = w2_caller_id(who);
     int rc = vidmm_wddm2_evict(f->dev, &ea);
+    if (refusal) {
+        CHECK(rc == refusal, "evict of %u by process %u: %s, model %s", n, ea.process, vidmm_strerror(rc),
+              vidmm_strerror(refusal));
+        return;
+    }
     if (trace)
         fprintf(stderr, "  evict of %u flags 0x%x: %s, model %s, trim %llu\n", n, flags, vidmm_strerror(rc),
                 ok ? "success" : "refused", (unsigned long long)ea.bytes_to_trim);
@@ -1682,6 +1798,7 @@ static void w2_evict(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c
         return;
     }
     CHECK(rc == 0, "evict of %u (flags 0x%x): %s", n, flags, vidmm_strerror(rc));
+    fuzz_engine_w2_after_gone += w2_any_gone(w);
     for (uint32_t i = 0; i < n; i++)
         if (--xs[i]->refs == 0)
             xs[i]->group = -1;
@@ -1753,12 +1870,15 @@ static void w2_offer(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c
         oa.allocations = h;
     oa.priority = (c & 0x70) == 0x70 ? 0 : (uint32_t)(c >> 4) % 4 + 1;
     oa.flags = c & (VIDMM_OFFER_IMMEDIATELY | VIDMM_OFFER_ALLOW_DECOMMIT);
-    bool ok = oa.priority != 0;
+    const struct w2_caller who = w2_caller(w, (uint8_t)(a >> 5), xs[0]);
+    oa.process = w2_caller_id(who);
+    const int refusal = oa.priority == 0 ? VIDMM_E_INVALID_ARG : w2_caller_refusal(w, who, xs, n);
+    bool ok = !refusal;
     for (uint32_t i = 0; i < n; i++)
         ok &= xs[i]->locks == 0;
     int rc = vidmm_offer(f->dev, &oa);
-    CHECK(rc == (ok ? 0 : VIDMM_E_INVALID_ARG), "offer of %u (priority %u, locked or not): %s", n, oa.priority,
-          vidmm_strerror(rc));
+    CHECK(rc == (ok ? 0 : refusal ? refusal : VIDMM_E_INVALID_ARG), "offer of %u (priority %u, process %u): %s", n,
+          oa.priority, oa.process, vidmm_strerror(rc));
     for (uint32_t i = 0; ok && i < n; i++) {
         xs[i]->offered = true;
         xs[i]->decommit_asked |= (oa.flags & VIDMM_OFFER_ALLOW_DECOMMIT) != 0;
@@ -1781,7 +1901,15 @@ static void w2_reclaim(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t
         ra.resources = h;
     else
         ra.allocations = h;
+    const struct w2_caller who = w2_caller(w, (uint8_t)(a >> 5), xs[0]);
+    ra.process = w2_caller_id(who);
+    const int refusal = w2_caller_refusal(w, who, xs, n);
     int rc = vidmm_reclaim(f->dev, &ra);
+    if (refusal) {
+        CHECK(rc == refusal && results[0] == 99, "reclaim of %u by process %u: %s (result %u), model %s", n,
+              ra.process, vidmm_strerror(rc), results[0], vidmm_strerror(refusal));
+        return;
+    }
     if (trace)
         fprintf(stderr, "  reclaim of %u: %s, results %u %u %u\n", n, vidmm_strerror(rc), results[0], results[1],
                 results[2]);
@@ -1843,7 +1971,11 @@ static void w2_lock2(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c
     w2_query(f, x, &q);
     /* The model (spec 6.6, 15.23). 1: the lock moves it to an aperture first. */
     int want = 0;
-    if (flags || x->offered || (x->shared && p != x->proc))
+    if (flags)
+        want = VIDMM_E_INVALID_ARG;
+    else if (w->gone[p])
+        want = VIDMM_E_DEVICE_REMOVED; /* its device removed (issue 27 item 5) */
+    else if (x->offered || p != x->proc) /* only the creator locks, shared or not (issue 27 item 4) */
         want = VIDMM_E_INVALID_ARG;
     else if (!x->locks && q.where == VIDMM_WHERE_SEGMENT &&
              ((x->flags & VIDMM_ALLOC_CACHED) || !(x->flags & VIDMM_ALLOC_CPU_VISIBLE) || q.segment_id == 2))
@@ -1861,6 +1993,7 @@ static void w2_lock2(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t c
     if (want == 1 && (rc == VIDMM_E_NO_VIDEO_MEMORY || rc == VIDMM_E_CANT_EVICT_PINNED))
         return; /* no room in the aperture: it stays where it was */
     CHECK(rc == 0, "lock2 of 0x%x (where %u seg %u): %s", x->h, q.where, q.segment_id, vidmm_strerror(rc));
+    fuzz_engine_w2_after_gone += w2_any_gone(w);
     if (x->locks) {
         CHECK(ptr == x->lock_ptr, "a nested Lock2 returned another pointer");
     } else {
@@ -1881,10 +2014,17 @@ static void w2_unlock2(struct fz *f, struct w2 *w, uint8_t a)
     struct w2a *x = w2_pick(w, a);
     if (!x)
         return;
-    int rc = vidmm_wddm2_unlock2(f->dev, x->h);
-    CHECK(rc == (x->locks ? 0 : VIDMM_E_INVALID_ARG), "unlock2 of 0x%x (%u locks): %s", x->h, x->locks,
-          vidmm_strerror(rc));
-    if (x->locks && --x->locks == 0)
+    int rc, want = x->locks ? 0 : VIDMM_E_INVALID_ARG;
+    if (a & 0x80) { /* naming a process (issue 27 item 4): the creator's, or another's */
+        const uint32_t p = (a & 0x40) ? (uint32_t)(a >> 3) % w->nprocs : x->proc;
+        rc = vidmm_wddm2_unlock2_process(f->dev, W2_PROC_ID(p), x->h);
+        want = w->gone[p] ? VIDMM_E_DEVICE_REMOVED : p != x->proc ? VIDMM_E_INVALID_ARG : want;
+    } else {
+        rc = vidmm_wddm2_unlock2(f->dev, x->h);
+    }
+    CHECK(rc == want, "unlock2 of 0x%x (%u locks): %s, model %s", x->h, x->locks, vidmm_strerror(rc),
+          vidmm_strerror(want));
+    if (rc == 0 && --x->locks == 0)
         x->lock_ptr = NULL;
 }
 
@@ -1907,7 +2047,15 @@ static void w2_update(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
     struct vidmm_alloc_info q;
     w2_query(f, x, &q);
     const bool must_move = w2_placed(&q) && !((set >> (q.segment_id - 1)) & 1);
+    const struct w2_caller who = w2_caller(w, (uint8_t)(a >> 5), x);
+    ua.process = w2_caller_id(who);
     int rc = vidmm_wddm2_update_alloc_property(f->dev, &ua);
+    const int refusal = ua.property_mask ? w2_caller_refusal(w, who, &x, 1) : 0;
+    if (refusal) {
+        CHECK(rc == refusal, "update_alloc_property by process %u: %s, model %s", ua.process, vidmm_strerror(rc),
+              vidmm_strerror(refusal));
+        return;
+    }
     if (trace)
         fprintf(stderr, "  update of 0x%x: mask %u set 0x%x pref %u (move %d): %s\n", x->h, ua.property_mask, set, pref,
                 must_move, vidmm_strerror(rc));
@@ -1938,6 +2086,61 @@ static void w2_update(struct fz *f, struct w2 *w, uint8_t a, uint8_t b, uint8_t 
         CHECK(x->refs && !x->offered ? w2_placed(&q) : !w2_placed(&q) || ((set >> (q.segment_id - 1)) & 1),
               "0x%x after a move out of its set: where %u", x->h, q.where);
     }
+}
+
+/* The GPU touches VA page 1 of process p's space, which nothing ever maps (engine-placed
+ * reservations are 64 KiB-aligned above 0, fixed ones above W2_VA_FIXED): a fault that
+ * removes p's device and no other (issue 27 item 5). */
+static void w2_fault(struct fz *f, struct w2 *w, uint8_t a)
+{
+    const uint32_t p = (uint32_t)(a % w->nprocs);
+    struct vidmm_va_ref ref = { PG, PG, (a & 0x80) ? VIDMM_REF_WRITE : 0, 0 };
+    uint64_t fence = 0x77;
+    int rc = vidmm_va_submit(w->sp[p], &ref, 1, 0, &fence);
+    if (trace)
+        fprintf(stderr, "  fault in process %u (removed %d): %s\n", p, w->gone[p], vidmm_strerror(rc));
+    CHECK(rc == VIDMM_E_DEVICE_REMOVED && fence == 0x77, "va_submit of an unmapped page: %s", vidmm_strerror(rc));
+    if (w->gone[p])
+        return; /* refused before it ran: no new fault */
+    struct vidmm_gpu_fault gf = { .size_of = sizeof gf };
+    rc = vidmm_wddm2_last_fault(f->dev, &gf);
+    CHECK(rc == 0 && gf.va == PG && gf.process == W2_PROC_ID(p) && gf.allocation == 0,
+          "last_fault: %s, va 0x%llx process %u allocation 0x%x", vidmm_strerror(rc), (unsigned long long)gf.va,
+          gf.process, gf.allocation);
+    w->faults++;
+    w2_gone(w, p);
+}
+
+/* Process p destroys its VA space and creates a new one - as an application whose device was
+ * removed destroys it and creates another (issue 27 item 5: the removal ends with its last
+ * device object; the fuzzer makes no paging queues) - or simply starts over. Its mappings and
+ * reservations go; the destroyed space's entries are not written any more, so the replay
+ * forgets them (after reading every record queued before the destroy). */
+static void w2_recreate(struct fz *f, struct w2 *w, uint8_t a)
+{
+    uint32_t p = (uint32_t)(a % w->nprocs);
+    for (uint32_t k = 0; k < w->nprocs; k++) /* a removed one, when there is one */
+        if (w->gone[k])
+            p = k;
+    w2_drain(f);
+    w2_read_log(f, w);
+    vidmm_va_space_destroy(w->sp[p]);
+    w->sp[p] = NULL;
+    for (int m = 0; m < W2_MAPS; m++)
+        if (w->map[m].live && w->map[m].proc == p)
+            w->map[m].live = false;
+    memset(w->res[p], 0, sizeof w->res[p]);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < w->npte; i++)
+        if (w->pte[i].proc != W2_PROC_ID(p))
+            w->pte[k++] = w->pte[i];
+    w->npte = k;
+    int rc = vidmm_va_space_create(f->dev, W2_PROC_ID(p), &w->sp[p]);
+    if (trace)
+        fprintf(stderr, "  recreate the space of process %u (removed %d): %s\n", p, w->gone[p], vidmm_strerror(rc));
+    CHECK(rc == 0, "va_space_create after destroying the old space (removed %d): %s", w->gone[p], vidmm_strerror(rc));
+    fuzz_engine_w2_revived += w->gone[p];
+    w->gone[p] = false;
 }
 
 static void w2_power(struct fz *f, struct w2 *w, uint8_t a)
@@ -1976,6 +2179,7 @@ static int w2_run(const uint8_t *data, size_t size)
     f->p = data;
     f->n = size;
     f->rnd = 1;
+    fuzz_engine_w2_inputs++;
     const uint8_t shape = take(f);
     if (trace)
         fprintf(stderr, "WDDM2 input of %zu bytes, shape %u\n", size + 1, shape);
@@ -2006,7 +2210,8 @@ static int w2_run(const uint8_t *data, size_t size)
     dd.flags = VIDMM_DEVICE_WDDM2 | VIDMM_DEVICE_LOG_PAGING;
     int rc = vidmm_device_create(&dd, &f->dev);
     CHECK(rc == 0, "WDDM2 device_create: %s", vidmm_strerror(rc));
-    w->nprocs = 1 + (uint32_t)((shape >> 3) & 3) % 3;
+    static const uint32_t nprocs[4] = { 1, 2, 3, 2 }; /* mostly several: one's removal leaves others */
+    w->nprocs = nprocs[(shape >> 3) & 3];
     for (uint32_t p = 0; p < w->nprocs; p++) {
         rc = vidmm_va_space_create(f->dev, W2_PROC_ID(p), &w->sp[p]);
         CHECK(rc == 0, "va_space_create: %s", vidmm_strerror(rc));
@@ -2036,6 +2241,10 @@ static int w2_run(const uint8_t *data, size_t size)
         default:
             if ((b & 7) == 0)
                 w2_power(f, w, a);
+            else if ((b & 7) >= 1 && (b & 7) <= 3)
+                w2_recreate(f, w, a);
+            else if ((b & 7) == 4)
+                w2_fault(f, w, a);
             else if (w2_pick(w, a) && !w2_pick(w, a)->offered)
                 w2_write(f, w2_pick(w, a), c);
             break;
