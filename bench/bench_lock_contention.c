@@ -160,7 +160,7 @@ int main(int argc, char **argv)
     const bool lazy = argc > 2 && strcmp(argv[2], "lazy") == 0;
     if (seconds <= 0)
         seconds = 3.0;
-    struct vidmm_segment_desc seg = { 0x10000000ull, 80ull << 20, 80ull << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL };
+    struct vidmm_segment_desc seg = { 0x10000000ull, 80ull << 20, 80ull << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = &seg;
     dd.segment_count = 1;

@@ -113,7 +113,7 @@ static void check(vidmm_device *dev, struct texture *t, unsigned char *want, uns
 int main(int argc, char **argv)
 {
     const unsigned frames = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 100;
-    struct vidmm_segment_desc vram = { 0x100000000ull, 48 * MiB, 48 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL };
+    struct vidmm_segment_desc vram = { 0x100000000ull, 48 * MiB, 48 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = &vram;
     dd.segment_count = 1;

@@ -150,9 +150,14 @@ typedef uint32_t vidmm_handle;
 #define VIDMM_SEGMENT_POPULATED_BY_RESERVED_DDR 0x00200000u
 #define VIDMM_SEGMENT_RESERVED_MASK             0xFFC00000u
 
-/* One segment (DXGK_SEGMENTDESCRIPTOR, spec 2.1). Its ID is its index in the table plus 1.
- * A memory segment (no APERTURE / AGP flag) is host memory the engine owns; an aperture
- * segment is a window of addresses into which backing-store pages are mapped, not copied. */
+/* One segment (DXGK_SEGMENTDESCRIPTOR, spec 2.1; system_memory_end from DESCRIPTOR3/4, spec
+ * 2.2). Its ID is its index in the table plus 1. A memory segment (no APERTURE / AGP flag) is
+ * host memory the engine owns; an aperture segment is a window of addresses into which
+ * backing-store pages are mapped, not copied.
+ * Versions: the table is read with the stride vidmm_device_desc.segment_desc_size gives (as
+ * DXGK_QUERYSEGMENTOUT4.SegmentDescriptorStride). The first layout ended before
+ * system_memory_end (VIDMM_SEGMENT_DESC_SIZE_0 bytes): a table of that layout reads
+ * system_memory_end as 0. */
 struct vidmm_segment_desc {
     uint64_t base_address;      /* BaseAddress: the GPU address of segment offset 0 */
     uint64_t size;              /* Size: bytes, a multiple of VIDMM_PAGE_SIZE, > 0 */
@@ -162,7 +167,21 @@ struct vidmm_segment_desc {
     uint32_t bank_count;        /* NbOfBanks, only with USE_BANKING: 1..127 */
     const uint64_t *bank_ends;  /* pBankRangeTable: bank_count - 1 strictly increasing end
                                    offsets of banks 1..n-1, each < size (read during create) */
+    /* SystemMemoryEndAddress (spec 2.2, DXGK_SEGMENTDESCRIPTOR3/4): "for a segment partly made
+     * of system memory, driver-reserved memory spans segment offsets 0..SystemMemoryEndAddress
+     * inclusive, BIOS-reserved memory the rest; allocations beyond it are purged on hibernate;
+     * set non-zero only with PartiallyPreservedDuringHibernate". 0: not given (the whole
+     * segment follows the engine's partial-purge policy, wddm2.h "Power transitions");
+     * otherwise an inclusive offset below 'size', on a segment with
+     * PARTIALLY_PRESERVED_DURING_HIBERNATE: on hibernate and hybrid sleep the bytes at offsets
+     * 0..system_memory_end are kept (with the allocations lying wholly there), those above it
+     * are lost (the allocations reaching above it are purged). Anything else is refused at
+     * create (VIDMM_E_INVALID_ARG). */
+    uint64_t system_memory_end;
 };
+/* Bytes of the first struct vidmm_segment_desc, which ended before system_memory_end: a
+ * segment_desc_size (stride) the engine accepts besides sizeof(struct vidmm_segment_desc). */
+#define VIDMM_SEGMENT_DESC_SIZE_0 offsetof(struct vidmm_segment_desc, system_memory_end)
 
 /* ---------------------------------------------------------------------------------------------
  * Driver callbacks: what a driver model may stand in for. Every callback is optional.
@@ -335,9 +354,17 @@ struct vidmm_device_desc {
      * leaves that paging queued (it completes once the GPU signals; no fence was issued). A
      * descriptor whose 'size' ends before this field (an older caller) reads it as 0. */
     uint64_t wait_timeout_ns;
+    /* The stride of 'segments' in bytes (DXGK_QUERYSEGMENTOUT4.SegmentDescriptorStride, spec
+     * 2.2): sizeof(struct vidmm_segment_desc), or VIDMM_SEGMENT_DESC_SIZE_0 for a table of the
+     * first layout (without system_memory_end). 0 reads as sizeof(struct vidmm_segment_desc)
+     * of this version (the layout with system_memory_end), so that a descriptor zeroed and
+     * given its 'size' reads the table its own header declares. Any other value is refused
+     * (VIDMM_E_INVALID_ARG). A descriptor whose 'size' ends before this field (an older
+     * caller) has a table of the first layout: its stride is VIDMM_SEGMENT_DESC_SIZE_0. */
+    uint32_t segment_desc_size;
 };
 #define VIDMM_DEVICE_DESC_INIT { sizeof(struct vidmm_device_desc), NULL, 0, 0, 1, 0, 0, 0, 0, 0, 0, NULL, \
-                                 NULL, 0, 0, 0, 0 }
+                                 NULL, 0, 0, 0, 0, sizeof(struct vidmm_segment_desc) }
 
 /* How the disk tier moves bytes. */
 enum vidmm_io_backend {
@@ -348,10 +375,13 @@ enum vidmm_io_backend {
 };
 
 /* vidmm_device_create() validates the segment table (spec 15.1) and creates a device, its
- * segments' memory and its paging threads. Returns: 0, VIDMM_E_INVALID_ARG (a rule of spec
- * 15.1 broken, or a bad descriptor), VIDMM_E_NO_MEMORY, VIDMM_E_IO (the swap file at
- * 'swap_path' could not be opened, created or sized: a VIDMM_LOG_WARN line names the path and
- * the system's reason). */
+ * segments' memory and its paging threads. The table is read through the stride
+ * 'segment_desc_size' (or, from a descriptor that ends before that field, in the first layout).
+ * Returns: 0, VIDMM_E_INVALID_ARG (a rule of spec 15.1 broken - system_memory_end non-zero
+ * without PARTIALLY_PRESERVED_DURING_HIBERNATE or not below the segment's size among them, spec
+ * 2.2 - or a bad descriptor: 'size' of no version, a stride of no layout), VIDMM_E_NO_MEMORY,
+ * VIDMM_E_IO (the swap file at 'swap_path' could not be opened, created or sized: a
+ * VIDMM_LOG_WARN line names the path and the system's reason). */
 VIDMM_API int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out);
 
 /* vidmm_device_destroy() frees everything: every allocation, lock and mapping. It waits for the

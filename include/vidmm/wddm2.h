@@ -784,10 +784,20 @@ VIDMM_API int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args);
  *    residency list resident before the device's work runs, spec 12).
  * Then the segment's memory loses its bytes: every byte of it not held by an allocation is
  * overwritten with VIDMM_POWER_PURGE_PATTERN (32-bit words), so that a caller still reading
- * the segment (a stale pointer) sees the loss. Engine policy for the partially purged
- * segment (the public sources define no more than "partially purged"): the allocations kept in
- * place keep their bytes there (the preserved part) and are not saved and restored; everything
- * else is purged as above.
+ * the segment (a stale pointer) sees the loss. The partially purged segment:
+ *  - with a system_memory_end (struct vidmm_segment_desc, spec 2.2 SystemMemoryEndAddress:
+ *    "allocations beyond it are purged on hibernate"), offsets 0..system_memory_end are kept:
+ *    an allocation lying wholly there keeps its place and bytes (not paged at all: no
+ *    TRANSFER, no DISCARD_CONTENT, and on a WDDM2 device no UPDATE_PAGE_TABLE), whether kept in
+ *    place, offered or neither; an allocation reaching beyond the end - straddling it included
+ *    - is purged as above (evicted; saved and restored in place; or, offered, discarded), and
+ *    only the bytes above the end are overwritten: the free bytes at or below it keep theirs
+ *    (purged_bytes counts the bytes above it);
+ *  - without one (0), engine policy (the public sources define no more than "partially
+ *    purged"): the allocations kept in place keep their bytes there (the preserved part) and
+ *    are not saved and restored; everything else is purged as above, and every byte no
+ *    allocation holds is overwritten.
+ * In standby the segment is preserved whole (the flag requires PRESERVED_DURING_STANDBY).
  * The GPU must be idle (every submission fence signalled: the OS drains the GPU before a power
  * transition). Paging queued before the call runs first. The call returns when the device is
  * back and every paging operation it queued has run.

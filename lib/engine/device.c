@@ -65,21 +65,61 @@ static int check_segment(const struct vidmm_segment_desc *s)
     } else if (s->bank_count != 0 || s->bank_ends) {
         return REFUSE("segments[].bank_count", "banks without USE_BANKING", "15.1");
     }
+    /* SystemMemoryEndAddress: "set non-zero only with PartiallyPreservedDuringHibernate", an
+     * inclusive offset in the segment (spec 2.2). */
+    if (s->system_memory_end && !(f & VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE))
+        return REFUSE("segments[].system_memory_end", "non-zero without PARTIALLY_PRESERVED_DURING_HIBERNATE", "2.2");
+    if (s->system_memory_end >= s->size)
+        return REFUSE("segments[].system_memory_end", "not an offset in the segment (>= size)", "2.2");
     return 0;
 }
 
 /* The descriptor's size up to the end of 'field': an older caller's shorter descriptor ends
  * before the fields added since, which then read as 0. Sizes accepted: the current one (or
- * more), and exactly that of the descriptor before wait_timeout_ns was added. */
+ * more), and exactly those of the descriptors before wait_timeout_ns and before
+ * segment_desc_size were added. */
 #define DESC_HAS(d, field) ((d)->size >= offsetof(struct vidmm_device_desc, field) + sizeof((d)->field))
 #define DESC_SIZE_0_1 offsetof(struct vidmm_device_desc, wait_timeout_ns)
+#define DESC_SIZE_0_2 offsetof(struct vidmm_device_desc, segment_desc_size)
+
+/* read_desc(): the caller's descriptor 'in' as this version's, in '*d', its segment table
+ * copied to 'segs' in this version's layout (d->segments points there): the fields past a
+ * shorter descriptor's end, and those past the end of a segment of the first layout
+ * (system_memory_end), read as 0. Everything after reads '*d' only, never the caller's table
+ * through another stride. Checks the size, the stride and the table's extent; the rest is
+ * check_desc()'s. */
+static int read_desc(const struct vidmm_device_desc *in, struct vidmm_device_desc *d,
+                     struct vidmm_segment_desc segs[VIDMM_MAX_SEGMENTS])
+{
+    if (!in)
+        return REFUSE("desc", "NULL", "device.h");
+    if (in->size < sizeof *in && in->size != DESC_SIZE_0_1 && in->size != DESC_SIZE_0_2)
+        return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
+    memset(d, 0, sizeof *d);
+    memcpy(d, in, in->size < sizeof *d ? in->size : sizeof *d);
+    d->size = sizeof *d;
+    /* The stride (SegmentDescriptorStride, spec 2.2): an older caller's table has the first
+     * layout; 0 is this version's (device.h). */
+    size_t stride = DESC_HAS(in, segment_desc_size) ? in->segment_desc_size : VIDMM_SEGMENT_DESC_SIZE_0;
+    if (stride == 0)
+        stride = sizeof(struct vidmm_segment_desc);
+    if (stride != sizeof(struct vidmm_segment_desc) && stride != VIDMM_SEGMENT_DESC_SIZE_0)
+        return REFUSE("segment_desc_size", "neither sizeof(struct vidmm_segment_desc) nor VIDMM_SEGMENT_DESC_SIZE_0",
+                      "2.2");
+    d->segment_desc_size = (uint32_t)sizeof(struct vidmm_segment_desc);
+    if (!in->segments || in->segment_count == 0 || in->segment_count > VIDMM_MAX_SEGMENTS)
+        return REFUSE("segment_count", "no segment table, or not in 1..31", "15.1");
+    const unsigned char *table = (const unsigned char *)in->segments;
+    for (uint32_t i = 0; i < in->segment_count; i++) {
+        memset(&segs[i], 0, sizeof segs[i]);
+        memcpy(&segs[i], table + (size_t)i * stride, stride);
+    }
+    d->segments = segs;
+    return 0;
+}
 
 static int check_desc(const struct vidmm_device_desc *d)
 {
-    if (!d)
-        return REFUSE("desc", "NULL", "device.h");
-    if (d->size < sizeof *d && d->size != DESC_SIZE_0_1)
-        return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
     if (!d->segments || d->segment_count == 0 || d->segment_count > VIDMM_MAX_SEGMENTS)
         return REFUSE("segment_count", "no segment table, or not in 1..31", "15.1");
     if (d->flags & ~(VIDMM_DEVICE_CACHE_COHERENT | VIDMM_DEVICE_LOG_PAGING | VIDMM_DEVICE_LAZY_RANGES |
@@ -138,6 +178,7 @@ static int segment_init(vidmm_device *dev, struct vm_segment *s, uint32_t id, co
     s->base_address = d->base_address;
     s->size = d->size;
     s->commit_limit = d->commit_limit;
+    s->system_memory_end = d->system_memory_end;
     if (vmr_init(&s->space, d->size) != 0)
         return VIDMM_E_NO_MEMORY;
     if (d->flags & VIDMM_SEGMENT_USE_BANKING) {
@@ -272,11 +313,17 @@ static void device_release(vidmm_device *dev)
     pthread_mutex_destroy(&dev->mu);
 }
 
-int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out)
+int vidmm_device_create(const struct vidmm_device_desc *in, vidmm_device **out)
 {
     if (!out)
         return REFUSE("out", "NULL", "device.h");
-    int err = check_desc(desc);
+    /* From here on 'desc' is this version's descriptor, whatever version the caller's was. */
+    struct vidmm_device_desc copy;
+    struct vidmm_segment_desc segs[VIDMM_MAX_SEGMENTS];
+    const struct vidmm_device_desc *const desc = &copy;
+    int err = read_desc(in, &copy, segs);
+    if (!err)
+        err = check_desc(desc);
     if (err)
         return err;
     vidmm_device *dev = calloc(1, sizeof *dev);
@@ -290,7 +337,7 @@ int vidmm_device_create(const struct vidmm_device_desc *desc, vidmm_device **out
     pthread_mutex_init(&dev->range_cb_mu, NULL);
     dev->flags = desc->flags;
     vm_w2_init(dev, desc); /* WDDM2 hook (residency.c) */
-    dev->wait_timeout_ns = DESC_HAS(desc, wait_timeout_ns) ? desc->wait_timeout_ns : 0;
+    dev->wait_timeout_ns = desc->wait_timeout_ns; /* 0 past an older descriptor's end (read_desc()) */
     dev->aperture_commit_limit = desc->aperture_commit_limit;
     if (desc->driver) {
         dev->drv = *desc->driver;

@@ -58,6 +58,8 @@ struct vm_segment {
     uint32_t flags;             /* VIDMM_SEGMENT_* */
     bool aperture;              /* APERTURE or AGP: maps backing-store pages */
     uint64_t base_address, size, commit_limit;
+    uint64_t system_memory_end; /* SystemMemoryEndAddress (spec 2.2): 0, or the last offset
+                                   a hibernate keeps (PARTIALLY_PRESERVED_DURING_HIBERNATE) */
     uint32_t bank_count;        /* 0 without USE_BANKING */
     uint64_t *bank_start, *bank_end;
     struct vmr_set space;       /* free space (offsets) */

@@ -8,7 +8,13 @@
  * order, and the bytes are overwritten only once the queue has drained (the mutex held from
  * that check to the overwrite, so nothing queued by another call can be overtaken). Only bytes
  * no placed allocation holds are overwritten, plus the ranges of the allocations saved for
- * restoring: an allocation another call placed there meanwhile keeps its content. */
+ * restoring: an allocation another call placed there meanwhile keeps its content.
+ *
+ * A partially purged segment (PARTIALLY_PRESERVED_DURING_HIBERNATE, in hibernate) with a
+ * system_memory_end (spec 2.2 SystemMemoryEndAddress) keeps offsets 0..system_memory_end: an
+ * allocation lying wholly there is left alone (no paging at all), one reaching beyond it is
+ * purged as in a purged segment, and only the bytes above the end are overwritten. Without an
+ * end, the allocations kept in place are the preserved part and the rest is purged. */
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
@@ -59,6 +65,13 @@ static int purged(const struct vm_segment *s, uint32_t state)
     return (s->flags & VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE) ? 2 : 1;
 }
 
+/* lost_from(): the first offset of 's' whose bytes 'state' loses when it purges 's' - past
+ * system_memory_end in a partially purged segment that has one, else 0. */
+static uint64_t lost_from(const struct vm_segment *s, uint32_t state)
+{
+    return purged(s, state) == 2 && s->system_memory_end ? s->system_memory_end + 1 : 0;
+}
+
 static bool kept_in_place(const vidmm_device *dev, const struct vm_alloc *a)
 {
     return a->pinned || a->lock_count || a->hold || a->converting || (a->range >= 0 && dev->ranges[a->range].active);
@@ -98,11 +111,27 @@ static int by_offset(const void *x, const void *y)
     return a[0] < b[0] ? -1 : a[0] > b[0];
 }
 
-/* overwrite(): the bytes of 's' that no placed allocation holds, and those of the allocations
- * saved for restoring, lose their content. Returns the bytes overwritten. Without memory for
- * the list of held ranges the whole segment but those ranges cannot be told apart: nothing is
- * overwritten (the loss is then simply not visible). */
-static uint64_t overwrite(vidmm_device *dev, struct vm_segment *s, const struct item *it, size_t n)
+/* lose(): segment offsets [from, to) of 's' read VIDMM_POWER_PURGE_PATTERN, in the phase of
+ * their offsets (byte o is byte o % 4 of the pattern, as a FILL of the whole segment would leave
+ * it), whatever the alignment of 'from' and 'to' (system_memory_end + 1 may be any offset). */
+static void lose(struct vm_segment *s, uint64_t from, uint64_t to)
+{
+    while (from < to && from % 4) {
+        s->cpu[from] = (uint8_t)(VIDMM_POWER_PURGE_PATTERN >> (8 * (from % 4)));
+        from++;
+    }
+    const uint64_t mid = from + (to - from) / 4 * 4;
+    if (mid > from)
+        vidmm_fill32(s->cpu + from, VIDMM_POWER_PURGE_PATTERN, (size_t)(mid - from), VIDMM_MEM_CACHED);
+    for (uint64_t o = mid; o < to; o++)
+        s->cpu[o] = (uint8_t)(VIDMM_POWER_PURGE_PATTERN >> (8 * (o % 4)));
+}
+
+/* overwrite(): the bytes of 's' from offset 'from' on that no placed allocation holds, and
+ * those of the allocations saved for restoring, lose their content. Returns the bytes
+ * overwritten. Without memory for the list of held ranges the whole segment but those ranges
+ * cannot be told apart: nothing is overwritten (the loss is then simply not visible). */
+static uint64_t overwrite(vidmm_device *dev, struct vm_segment *s, uint64_t from, const struct item *it, size_t n)
 {
     uint64_t (*r)[2] = malloc(sizeof *r * (s->count + 1u));
     if (!r)
@@ -122,11 +151,11 @@ static uint64_t overwrite(vidmm_device *dev, struct vm_segment *s, const struct 
         k++;
     }
     qsort(r, k, sizeof *r, by_offset);
-    uint64_t at = 0, total = 0;
+    uint64_t at = from, total = 0;
     for (size_t i = 0; i <= k; i++) {
         const uint64_t end = i < k ? r[i][0] : s->size;
         if (end > at) {
-            vidmm_fill32(s->cpu + at, VIDMM_POWER_PURGE_PATTERN, (size_t)(end - at), VIDMM_MEM_CACHED);
+            lose(s, at, end);
             total += end - at;
         }
         if (i < k && r[i][1] > at)
@@ -175,11 +204,16 @@ int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
         const int how = purged(a->seg, state);
         if (!how)
             continue;
+        const uint64_t lost = lost_from(a->seg, state);
+        if (lost && a->offset + a->space <= lost)
+            continue; /* wholly in the kept part (spec 2.2): its place and bytes stay, no paging */
         const bool kept = kept_in_place(dev, a);
         struct item *x = &it[n++];
         x->a = a;
         if (kept)
-            x->act = how == 2 ? ACT_NONE : ACT_SAVE; /* partially purged: its bytes are the preserved part */
+            /* Partially purged without an end: its bytes are the preserved part. With one, it
+             * reaches beyond the end and is purged as in a purged segment. */
+            x->act = how == 2 && !lost ? ACT_NONE : ACT_SAVE;
         else if (vm_offer_discardable(dev, a))
             x->act = ACT_DISCARD;
         else
@@ -235,7 +269,7 @@ int vidmm_power_transition(vidmm_device *dev, struct vidmm_power_args *args)
     uint64_t bytes = 0;
     for (uint32_t i = 0; !err && i < dev->nseg; i++)
         if (purged(&dev->seg[i], state))
-            bytes += overwrite(dev, &dev->seg[i], it, n);
+            bytes += overwrite(dev, &dev->seg[i], lost_from(&dev->seg[i], state), it, n);
     /* The power is back: what was kept in place is restored there. */
     for (size_t i = 0; i < n; i++) {
         struct item *x = &it[i];

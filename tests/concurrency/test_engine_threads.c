@@ -129,8 +129,8 @@ static void run(uint32_t paging_threads, bool disk)
     /* 6 threads x 4 x 256 KiB = 6 MiB of owned allocations for a 4 MiB first segment: constant
      * eviction between threads; the second (non-CPU-visible) segment takes the overflow. */
     struct vidmm_segment_desc segs[2] = {
-        { 0x10000000ull, 4u << 20, 4u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-        { 0x20000000ull, 2u << 20, 2u << 20, 0, 0, NULL },
+        { 0x10000000ull, 4u << 20, 4u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+        { 0x20000000ull, 2u << 20, 2u << 20, 0, 0, NULL, 0 },
     };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;

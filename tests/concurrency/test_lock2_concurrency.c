@@ -398,9 +398,9 @@ static void run(uint32_t paging_threads)
      * 768 KiB of memory segments and a 1 MiB aperture. */
     struct vidmm_segment_desc segs[3] = {
         { 0x10000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_CPU_VISIBLE | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, 0,
-          NULL },
-        { 0x20000000ull, 256u << 10, 256u << 10, VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, 0, NULL },
-        { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP, 0, NULL },
+          NULL, 0 },
+        { 0x20000000ull, 256u << 10, 256u << 10, VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, 0, NULL, 0 },
+        { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP, 0, NULL, 0 },
     };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;
@@ -524,8 +524,8 @@ static void *race_make_resident(void *arg)
 Test(lock2_concurrency, pointer_after_a_page_in_during_the_wait, .timeout = 600)
 {
     struct vidmm_segment_desc segs[2] = {
-        { 0x10000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-        { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE, 0, NULL },
+        { 0x10000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+        { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE, 0, NULL, 0 },
     };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;

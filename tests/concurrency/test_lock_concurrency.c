@@ -262,8 +262,8 @@ static void run(uint32_t paging_threads, uint32_t dev_flags)
      * allocations for a 5 MiB CPU-visible segment: constant eviction, the big one included
      * between its locks; the second segment (not CPU-visible) takes overflow of the small ones. */
     struct vidmm_segment_desc segs[2] = {
-        { 0x10000000ull, 5u << 20, 5u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-        { 0x20000000ull, 2u << 20, 2u << 20, 0, 0, NULL },
+        { 0x10000000ull, 5u << 20, 5u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+        { 0x20000000ull, 2u << 20, 2u << 20, 0, 0, NULL, 0 },
     };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;

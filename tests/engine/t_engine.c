@@ -32,6 +32,13 @@ struct vidmm_segment_desc t_aper_seg(uint64_t base, uint64_t size, uint32_t flag
     return s;
 }
 
+void t_segs_pack_v0(void *dst, const struct vidmm_segment_desc *segs, uint32_t count)
+{
+    unsigned char *d = dst;
+    for (uint32_t i = 0; i < count; i++)
+        memcpy(d + (size_t)i * VIDMM_SEGMENT_DESC_SIZE_0, &segs[i], VIDMM_SEGMENT_DESC_SIZE_0);
+}
+
 struct vidmm_device_desc t_ddesc(const struct vidmm_segment_desc *segs, uint32_t count)
 {
     struct vidmm_device_desc d = VIDMM_DEVICE_DESC_INIT;

@@ -62,6 +62,11 @@
 struct vidmm_segment_desc t_mem_seg(uint64_t base, uint64_t size, uint32_t flags);
 struct vidmm_segment_desc t_aper_seg(uint64_t base, uint64_t size, uint32_t flags);
 
+/* t_segs_pack_v0() writes 'segs' to 'dst' in the first layout of struct vidmm_segment_desc
+ * (VIDMM_SEGMENT_DESC_SIZE_0 bytes each, without system_memory_end), as a caller built against
+ * that header would pass them. 'dst' holds count * VIDMM_SEGMENT_DESC_SIZE_0 bytes. */
+void t_segs_pack_v0(void *dst, const struct vidmm_segment_desc *segs, uint32_t count);
+
 /* A device descriptor over 'segs' with the test defaults (log on, no paging thread). */
 struct vidmm_device_desc t_ddesc(const struct vidmm_segment_desc *segs, uint32_t count);
 

@@ -895,6 +895,12 @@ static vidmm_device *timeout_dev(uint64_t ns, size_t desc_size)
     struct vidmm_device_desc d = t_ddesc(segs, 3);
     d.wait_timeout_ns = ns;
     d.size = desc_size;
+    if (desc_size < offsetof(struct vidmm_device_desc, segment_desc_size) + sizeof d.segment_desc_size) {
+        /* A caller that old built its segment table in the first layout (device.h). */
+        static uint64_t old[3 * VIDMM_SEGMENT_DESC_SIZE_0 / sizeof(uint64_t)];
+        t_segs_pack_v0(old, segs, 3);
+        d.segments = (const struct vidmm_segment_desc *)(const void *)old;
+    }
     return t_dev(&d);
 }
 

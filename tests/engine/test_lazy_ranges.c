@@ -23,7 +23,7 @@
 
 static vidmm_device *lazy_dev(bool lazy)
 {
-    struct vidmm_segment_desc seg = { 0x10000000ull, SEG_SIZE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL };
+    struct vidmm_segment_desc seg = { 0x10000000ull, SEG_SIZE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = &seg;
     dd.segment_count = 1;

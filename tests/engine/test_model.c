@@ -414,9 +414,9 @@ static void run_model_ex(struct vidmm_driver *drv, uint32_t threads, uint64_t st
     struct vidmm_surface_desc sd = { sizeof sd, 256, 256, 1, 4, 1, 1, 1, 1 };
     m->surface = sd;
     struct vidmm_segment_desc segs[3] = {
-        { 0x10000000ull, SEG_VIS, SEG_VIS, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-        { 0x20000000ull, SEG_HID, SEG_HID, 0, 0, NULL },
-        { 0x40000000ull, SEG_AP, SEG_AP, VIDMM_SEGMENT_APERTURE, 0, NULL },
+        { 0x10000000ull, SEG_VIS, SEG_VIS, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+        { 0x20000000ull, SEG_HID, SEG_HID, 0, 0, NULL, 0 },
+        { 0x40000000ull, SEG_AP, SEG_AP, VIDMM_SEGMENT_APERTURE, 0, NULL, 0 },
     };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;

@@ -525,7 +525,7 @@ Test(arena, default_reservation_falls_back, .timeout = T_TIMEOUT)
     struct t_log log;
     t_log_reset(&log);
     vidmm_set_log_fn(t_log_record, &log, VIDMM_LOG_DEBUG);
-    struct vidmm_segment_desc seg = { 0x10000000ull, 16u << 20, 16u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL };
+    struct vidmm_segment_desc seg = { 0x10000000ull, 16u << 20, 16u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = &seg;
     dd.segment_count = 1;

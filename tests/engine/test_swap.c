@@ -51,7 +51,7 @@ static void make_dir(struct rig *r)
 
 static void rig_open(struct rig *r, uint32_t backend, uint64_t budget, uint64_t swap_max, uint32_t threads)
 {
-    struct vidmm_segment_desc segs[1] = { { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL } };
+    struct vidmm_segment_desc segs[1] = { { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 } };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;
     dd.segment_count = 1;
@@ -376,7 +376,7 @@ Test(swap, no_file_left_after_crash, .timeout = 60)
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
-        struct vidmm_segment_desc segs[1] = { { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL } };
+        struct vidmm_segment_desc segs[1] = { { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 } };
         struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
         dd.segments = segs;
         dd.segment_count = 1;

@@ -35,9 +35,9 @@ static const char *const tier_name[] = { "libhugetlbfs", "hugetlb", "thp", "base
 static void round_trip(uint32_t tier)
 {
     struct vidmm_segment_desc segs[3] = {
-        { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-        { 0x20000000ull, SEG, SEG, 0, 0, NULL },
-        { 0x40000000ull, SEG, SEG, VIDMM_SEGMENT_APERTURE, 0, NULL },
+        { 0x10000000ull, SEG, SEG, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+        { 0x20000000ull, SEG, SEG, 0, 0, NULL, 0 },
+        { 0x40000000ull, SEG, SEG, VIDMM_SEGMENT_APERTURE, 0, NULL, 0 },
     };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = segs;

@@ -48,18 +48,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Segments: 1 CPU-visible memory, 2 memory the CPU cannot see, 3 an aperture. */
 static const struct vidmm_segment_desc segs[3] = {
-    { 0x10000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-    { 0x20000000ull, 512u << 10, 512u << 10, 0, 0, NULL },
-    { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE, 0, NULL },
+    { 0x10000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+    { 0x20000000ull, 512u << 10, 512u << 10, 0, 0, NULL, 0 },
+    { 0x40000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_APERTURE, 0, NULL, 0 },
 };
 /* The second shape (input byte 0, bit 3), for the segment kinds of issue 17: segment 2 is a
  * PitchAlignment segment (allocations take their PitchAlignedSize there), segment 3 an aperture
  * of 64 KB pages (Alignment 64 KB) that may map half its size, and the adapter 768 KiB of
  * apertures at most - placements near the commit limits. */
 static const struct vidmm_segment_desc segs_alt[3] = {
-    { 0x10000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL },
-    { 0x20000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_PITCH_ALIGNMENT, 0, NULL },
-    { 0x40000000ull, 1u << 20, 512u << 10, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_USE_64KB_PAGES, 0, NULL },
+    { 0x10000000ull, 1u << 20, 1u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 },
+    { 0x20000000ull, 512u << 10, 512u << 10, VIDMM_SEGMENT_PITCH_ALIGNMENT, 0, NULL, 0 },
+    { 0x40000000ull, 1u << 20, 512u << 10, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_USE_64KB_PAGES, 0, NULL, 0 },
 };
 static const uint32_t sets[6] = { 0x1, 0x3, 0x5, 0x7, 0x6, 0x2 }; /* supported sets drawn from */
 
@@ -2194,11 +2194,11 @@ static int w2_run(const uint8_t *data, size_t size)
     const uint32_t *pw = power[(shape >> 1) & 3];
     w->segs[0] = (struct vidmm_segment_desc){ 0x10000000ull, 512u << 10, 512u << 10,
                                               VIDMM_SEGMENT_CPU_VISIBLE | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | pw[0], 0,
-                                              NULL };
+                                              NULL, 0 };
     w->segs[1] = (struct vidmm_segment_desc){ 0x20000000ull, 256u << 10, 256u << 10,
-                                              VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | pw[1], 0, NULL };
+                                              VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | pw[1], 0, NULL, 0 };
     w->segs[2] = (struct vidmm_segment_desc){ 0x40000000ull, 512u << 10, 512u << 10,
-                                              VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP, 0, NULL };
+                                              VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP, 0, NULL, 0 };
     w->group_max[0] = (512u << 10) + (256u << 10);
     w->group_max[1] = 512u << 10;
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
@@ -2551,7 +2551,7 @@ static int sr_run(const uint8_t *data, size_t size)
     if (trace)
         fprintf(stderr, "swizzling-range input of %zu bytes, shape %u\n", size + 1, shape);
     static const struct vidmm_segment_desc seg = { 0x10000000ull, 16u << 20, 16u << 20, VIDMM_SEGMENT_CPU_VISIBLE, 0,
-                                                   NULL };
+                                                   NULL, 0 };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = &seg;
     dd.segment_count = 1;
