@@ -1111,10 +1111,14 @@ static void row_swizzle_plan(const struct swz_family *f, int what)
  * allocations of distinct priorities (the reference count goes 1 -> 2 -> 1: nothing is paged),
  * SCALE_ELEMS elements per row. */
 #define W2_PROCESS 7u
-static void row_w2_residency(uint32_t n)
+/* WDDM2 MakeResident + Evict of a list of n. 'named': each call names its process (issue 27
+ * item 4: every allocation's owner is checked), else none (process 0). */
+static void row_w2_residency(uint32_t n, bool named)
 {
     char name[64];
-    snprintf(name, sizeof(name), "wddm2/make_resident_evict_prio/n%u", (unsigned)n);
+    /* The named row is one length, not a scaling family (no "/n"). */
+    snprintf(name, sizeof(name), named ? "wddm2/make_resident_evict_named/%u" : "wddm2/make_resident_evict_prio/n%u",
+             (unsigned)n);
     if (!row_wanted(name))
         return;
     const unsigned reps = SCALE_ELEMS / n;
@@ -1134,6 +1138,9 @@ static void row_w2_residency(uint32_t n)
             row_begin();
         struct vidmm_make_resident_args mr = { .size_of = sizeof(mr), .allocations = h, .count = n };
         struct vidmm_evict_args ev = { .size_of = sizeof(ev), .allocations = h, .count = n };
+#ifdef VIDMM_EVICT_ARGS_V1_SIZE /* 0.4: the 'process' fields (this harness also builds older trees) */
+        mr.process = ev.process = named ? W2_PROCESS : 0;
+#endif
         int e = vidmm_wddm2_make_resident(dev, &mr);
         if (e == 0)
             e = vidmm_wddm2_evict(dev, &ev);
@@ -1142,6 +1149,40 @@ static void row_w2_residency(uint32_t n)
     row_end(name, reps, rc);
     vidmm_device_destroy(dev);
     free(h);
+}
+
+/* vidmm_alloc_create() + vidmm_alloc_destroy() of a 64 KiB allocation on a WDDM2 device (its
+ * flags read in the WDDM2 layout, the descriptor normalized: read set = write set), with 64
+ * live allocations of its process. */
+static void row_w2_create_destroy(void)
+{
+    static const char name[] = "wddm2/alloc_create_destroy/live64";
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 1000;
+    vidmm_device *dev = NULL;
+    int rc = gate_device_ex(65 * 64 * KiB, 0, VIDMM_DEVICE_WDDM2, 0, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(64 * KiB, 0);
+    d.process = W2_PROCESS;
+    vidmm_handle live[64];
+    for (uint32_t i = 0; i < 64 && rc == 0; i++)
+        rc = vidmm_alloc_create(dev, &d, &live[i]);
+    if (rc != 0) {
+        row_setup_failed(name, "building the live allocations", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        vidmm_handle h;
+        int e = vidmm_alloc_create(dev, &d, &h);
+        if (e == 0)
+            e = vidmm_alloc_destroy(dev, h);
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
 }
 
 /* WDDM2 GPU virtual addresses: 64 allocations of 64 KiB on the residency list, mapped one after
@@ -1276,7 +1317,11 @@ static void rows_users(void)
     for (int what = 0; what < 2; what++)
         row_swizzle_plan(&families[1], what);
     for (size_t i = 0; i < NSCALE; i++)
-        row_w2_residency(scale_lengths[i]);
+        row_w2_residency(scale_lengths[i], false);
+#ifdef VIDMM_EVICT_ARGS_V1_SIZE
+    row_w2_residency(1024, true);
+#endif
+    row_w2_create_destroy();
     rows_w2_va();
 }
 
