@@ -172,7 +172,7 @@ struct vidmm_segment_desc {
      * inclusive, BIOS-reserved memory the rest; allocations beyond it are purged on hibernate;
      * set non-zero only with PartiallyPreservedDuringHibernate". 0: not given (the whole
      * segment follows the engine's partial-purge policy, wddm2.h "Power transitions");
-     * otherwise an inclusive offset below 'size', on a segment with
+     * otherwise an inclusive offset below 'size', on a memory segment (not an aperture) with
      * PARTIALLY_PRESERVED_DURING_HIBERNATE: on hibernate and hybrid sleep the bytes at offsets
      * 0..system_memory_end are kept (with the allocations lying wholly there), those above it
      * are lost (the allocations reaching above it are purged). Anything else is refused at

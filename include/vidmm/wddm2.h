@@ -44,9 +44,12 @@ VIDMM_BEGIN_DECLS
  * an allocation belongs to the process that created it (vidmm_alloc_desc.process). Every WDDM2
  * call names its process: a VA space's calls its space's process, a paging queue's its
  * queue's, Lock2 its 'process' argument, and the calls below through a 'process' field or
- * argument (vidmm_wddm2_make_resident() through its queue too). A process id is any non-zero
- * value; 0 in a 'process' field names no process (a caller built before the field existed,
- * or one that never sets it): such a call is checked for nothing of this section.
+ * argument (vidmm_wddm2_make_resident() through its queue too). Give processes non-zero ids:
+ * 0 in a 'process' field names no process (a caller built before the field existed, or one
+ * that never sets it) and such a call is checked for nothing of this section; the two calls
+ * with a 'process' argument refuse 0. VA spaces, paging queues and Lock2 take 0 as an id like
+ * any other, but a process 0 cannot be named, so a fault in its space removes the whole vidmm
+ * device, as before this section. Offer and reclaim check ownership on WDDM1 devices too.
  *
  *  - Ownership: "all allocations must be created on the device hPagingQueue is created for"
  *    (Doc MAKERESIDENT). A call that names process P and lists an allocation created by
@@ -61,10 +64,11 @@ VIDMM_BEGIN_DECLS
  *    calls, those whose 'process' names it, Lock2, vidmm_alloc_create() of an allocation of
  *    it), except vidmm_va_space_destroy(), vidmm_paging_queue_destroy(), vidmm_alloc_destroy()
  *    and the budget calls. Its allocations stay (destroy them) but lose what the removed
- *    device held: their residency references (off the residency list, off its budget: victims
- *    like any other), their Lock2 locks (ended as by the last Unlock2: a PermanentSysMem copy
- *    goes back) and their Unmoveable pins. Its shared allocations keep their references (other
- *    processes may hold them). Every other process goes on untouched. The removal ends when the
+ *    device held: their Lock2 locks (ended as by the last Unlock2: a PermanentSysMem copy goes
+ *    back; a Lock2 waiting for paging when the fault came returns VIDMM_E_DEVICE_REMOVED), and,
+ *    its shared allocations excepted (other processes may hold them), their residency
+ *    references (off the residency list, off its budget: victims like any other) and their
+ *    Unmoveable pins. Every other process goes on untouched. The removal ends when the
  *    process has destroyed its VA space and every paging queue - as an application destroys its
  *    removed device and creates a new one: it may then create them again. Engine policy: a
  *    MUST_SUCCEED make-resident that fails still removes the whole vidmm device (the call may

@@ -71,6 +71,8 @@ static int check_segment(const struct vidmm_segment_desc *s)
         return REFUSE("segments[].system_memory_end", "non-zero without PARTIALLY_PRESERVED_DURING_HIBERNATE", "2.2");
     if (s->system_memory_end >= s->size)
         return REFUSE("segments[].system_memory_end", "not an offset in the segment (>= size)", "2.2");
+    if (s->system_memory_end && aperture) /* never purged (its content is system memory): it would mean nothing */
+        return REFUSE("segments[].system_memory_end", "on an aperture segment", "2.2");
     return 0;
 }
 
@@ -93,7 +95,9 @@ static int read_desc(const struct vidmm_device_desc *in, struct vidmm_device_des
 {
     if (!in)
         return REFUSE("desc", "NULL", "device.h");
-    if (in->size < sizeof *in && in->size != DESC_SIZE_0_1 && in->size != DESC_SIZE_0_2)
+    /* A size that holds every field is this version's, with or without the tail padding. */
+    if (in->size < DESC_SIZE_0_2 + sizeof in->segment_desc_size && in->size != DESC_SIZE_0_1 &&
+        in->size != DESC_SIZE_0_2)
         return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
     memset(d, 0, sizeof *d);
     memcpy(d, in, in->size < sizeof *d ? in->size : sizeof *d);

@@ -590,10 +590,10 @@ static int fault(vidmm_va_space *sp, uint64_t va, const struct vm_alloc *a)
     /* Doc NONRES: the device is removed "for the application that generated the error" - its
      * process's calls fail from now on, its allocations lose their residency, Lock2 locks and
      * pins; the other processes go on. */
-    const int err = vm_w2_remove_process(dev, sp->process);
+    const int err = sp->process ? vm_w2_remove_process(dev, sp->process) : VIDMM_E_INVALID_ARG;
     vm_unlock_and_page(dev);
-    if (err)
-        vidmm_device_remove(dev); /* no memory to remove the process alone: the whole device */
+    if (err) /* process 0, which no call can name, or no memory to remove the process alone */
+        vidmm_device_remove(dev);
     return VIDMM_E_DEVICE_REMOVED;
 }
 

@@ -144,8 +144,8 @@ retry:
         err = vm_wait_paging_locked(dev, a->paging_fence);
     if (--a->hold == 0 && dev->hold_waiters)
         pthread_cond_broadcast(&dev->paging_cv); /* a destroy is waiting for it */
-    if (!err && dev->removed)
-        err = VIDMM_E_DEVICE_REMOVED;
+    if (!err && (dev->removed || vm_w2_proc_removed(dev, process)))
+        err = VIDMM_E_DEVICE_REMOVED; /* removed while it waited: its locks ended, this one too */
     if (err)
         goto out;
     if (a->lock_count) {
@@ -233,6 +233,9 @@ int vidmm_wddm2_unlock2(vidmm_device *dev, vidmm_handle h)
 int vidmm_wddm2_unlock2_process(vidmm_device *dev, uint32_t process, vidmm_handle h)
 {
     VM_DEV_CHECK(dev);
+    if (process == 0) /* as vidmm_wddm2_query_residency_process() */
+        return vidmm_refuse("vidmm_wddm2_unlock2_process", "process", "0 names no process (vidmm_wddm2_unlock2())",
+                            "wddm2.h Processes");
     return unlock2(dev, true, process, h, "vidmm_wddm2_unlock2_process");
 }
 
@@ -255,12 +258,13 @@ static void set_pinned(struct vm_alloc *a, bool pinned)
     a->pinned = pinned;
 }
 
-void vm_lock2_process_gone(vidmm_device *dev, struct vm_alloc *a)
+void vm_lock2_process_gone(vidmm_device *dev, struct vm_alloc *a, bool unpin)
 {
     while (a->lock_count && a->lock_mode == VM_LOCK_LOCK2)
         vm_unlock_one(dev, a); /* the last one queues a PermanentSysMem copy-back */
     const bool fixed = (a->g->desc.flags & (VIDMM_ALLOC_OVERLAY | VIDMM_ALLOC_CAPTURE)) != 0;
-    set_pinned(a, fixed);
+    if (unpin)
+        set_pinned(a, fixed);
 }
 
 int vidmm_wddm2_update_alloc_property(vidmm_device *dev, struct vidmm_update_alloc_property_args *args)

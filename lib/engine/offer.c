@@ -408,18 +408,8 @@ int vidmm_reclaim(vidmm_device *dev, struct vidmm_reclaim_args *args)
     err = begin(dev, list, args->count, call);
     if (!err)
         n = gather(dev, list, args->count, resource, &u, &err);
-    if (!err && queue) {
-        if ((q = vm_pq_lookup(dev, queue)) == NULL)
-            err = vidmm_refuse(call, "queue", "not a paging queue of this device", "12");
-        else if (process && process != vm_pq_process(q))
-            err = vidmm_refuse(call, "process", "not the paging queue's process", "wddm2.h Processes");
-        else if (vm_w2_proc_removed(dev, vm_pq_process(q)))
-            err = VIDMM_E_DEVICE_REMOVED;
-        else if ((err = vm_pq_check(q, u, n, call)) == 0)
-            err = vm_pq_reserve(q);
-    } else if (!err && (err = vm_w2_named(dev, process)) == 0) {
-        err = vm_w2_owned_list(u, n, process, call);
-    }
+    if (!err) /* the process it names, by its queue or its field (WDDM2 hook, residency.c) */
+        err = vm_w2_named_list(dev, queue, process, u, n, &q, call);
     if (!err && (mine = calloc(n, sizeof *mine)) == NULL)
         err = VIDMM_E_NO_MEMORY;
     /* Allocations whose content is gone get a backing store for the debug pattern: committed

@@ -194,14 +194,16 @@ int vm_w2_remove_process(vidmm_device *dev, uint32_t process)
         dev->w2.procs[pi].removed = true;
         dev->w2.nremoved++;
     }
-    /* What its device held goes with it: the residency list's references of its own
-     * allocations (a shared one's may be another process's), their Lock2 locks and pins. */
+    /* What its device held goes with it: the Lock2 locks of its allocations (only the creator
+     * locks one, shared or not: spec 6.3 rule 10), and the residency list's references and the
+     * Unmoveable pins of its own allocations - a shared one's may be another process's. */
     for (uint32_t i = 1; i <= dev->table_top; i++) {
         struct vm_alloc *a = dev->table[i];
-        if (!a || a->g->desc.process != process || (a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED))
+        if (!a || a->g->desc.process != process)
             continue;
-        vm_lock2_process_gone(dev, a);
-        if (a->w2_res_count) {
+        const bool shared = (a->g->desc.kind & VIDMM_ALLOC_KIND_SHARED) != 0;
+        vm_lock2_process_gone(dev, a, !shared);
+        if (!shared && a->w2_res_count) {
             a->w2_res_count = 0;
             uncharge(dev, a);
         }
@@ -363,12 +365,12 @@ static int made_resident(vidmm_device *dev, struct vidmm_make_resident_args *arg
     return last > dev->paging_done ? VIDMM_PENDING : 0;
 }
 
-/* named_list(): the checks of the process a residency call names (wddm2.h Processes) - by its
+/* vm_w2_named_list(): the checks of the process a residency call names (wddm2.h Processes) - by its
  * paging 'queue' (a live queue of 'dev', whose room for a fence value is reserved: '*q') or
  * by 'process' (0: none; with a queue, the queue's) - over the 'n' allocations of 'u':
  * VIDMM_E_DEVICE_REMOVED for a removed process, VIDMM_E_INVALID_ARG for a foreign allocation. */
-static int named_list(vidmm_device *dev, vidmm_paging_queue *queue, uint32_t process, struct vm_alloc *const *u,
-                      size_t n, struct vidmm_paging_queue **q, const char *call)
+int vm_w2_named_list(vidmm_device *dev, vidmm_paging_queue *queue, uint32_t process, struct vm_alloc *const *u,
+                     size_t n, struct vidmm_paging_queue **q, const char *call)
 {
     *q = NULL;
     if (queue) {
@@ -433,7 +435,7 @@ static int make_resident_fast(vidmm_device *dev, struct vidmm_make_resident_args
                               uint32_t process, struct vm_alloc **u, size_t n, const char *call)
 {
     struct vidmm_paging_queue *q = NULL;
-    int err = named_list(dev, queue, process, u, n, &q, call);
+    int err = vm_w2_named_list(dev, queue, process, u, n, &q, call);
     if (err)
         return err;
     uint64_t last = 0;
@@ -495,7 +497,7 @@ retry:
     if ((err = begin(dev, args->allocations, args->count, call)) != 0)
         goto out;
     n = collect(dev, args->allocations, args->count, u);
-    if ((err = named_list(dev, queue, process, u, n, &q, call)) != 0)
+    if ((err = vm_w2_named_list(dev, queue, process, u, n, &q, call)) != 0)
         goto out;
     for (size_t i = 0; i < n; i++) /* offer hook: reclaim before use (spec 15.20, offer.c) */
         if ((err = vm_offer_refuse_use(u[i], call)) != 0)

@@ -128,11 +128,17 @@ bool vm_w2_proc_removed(const vidmm_device *dev, uint32_t process);
 int vm_w2_named(const vidmm_device *dev, uint32_t process);
 int vm_w2_owned(const struct vm_alloc *a, uint32_t process, const char *call);
 int vm_w2_owned_list(struct vm_alloc *const *u, size_t n, uint32_t process, const char *call);
+/* vm_w2_named_list() (residency.c): the process checks of a residency call over 'u' - by its
+ * paging 'queue' (NULL: none; a live queue of 'dev', a 'process' other than the queue's refused,
+ * room for a fence value reserved, '*q' set) or by 'process' alone. 0, VIDMM_E_DEVICE_REMOVED,
+ * VIDMM_E_INVALID_ARG (logged with 'call') or VIDMM_E_NO_MEMORY. */
+int vm_w2_named_list(vidmm_device *dev, struct vidmm_paging_queue *queue, uint32_t process, struct vm_alloc *const *u,
+                     size_t n, struct vidmm_paging_queue **q, const char *call);
 int vm_w2_remove_process(vidmm_device *dev, uint32_t process);
 void vm_w2_object_gone(vidmm_device *dev, uint32_t process);
-/* lock2.c, for vm_w2_remove_process(): 'a''s Lock2 locks end (as by its last Unlock2) and its
- * Unmoveable pin goes (Overlay / Capture stay pinned). */
-void vm_lock2_process_gone(vidmm_device *dev, struct vm_alloc *a);
+/* lock2.c, for vm_w2_remove_process(): 'a''s Lock2 locks end (as by its last Unlock2) and,
+ * with 'unpin', its Unmoveable pin goes (Overlay / Capture stay pinned). */
+void vm_lock2_process_gone(vidmm_device *dev, struct vm_alloc *a, bool unpin);
 /* pagingq.c: the process of a live queue; whether 'process' has a live queue. gpuva.c:
  * whether it has a VA space. */
 uint32_t vm_pq_process(const struct vidmm_paging_queue *q);

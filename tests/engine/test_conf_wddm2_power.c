@@ -882,9 +882,22 @@ Test(power, system_memory_end_and_stride_rules)
         struct vidmm_device_desc d = t_ddesc(segs, 5);
         refused_naming(&d, "system_memory_end", "system_memory_end without PARTIALLY_PRESERVED_DURING_HIBERNATE");
     }
+    /* An aperture never purged: an end there would mean nothing (review of issue 27). */
+    p_segs(segs, 0);
+    segs[4].flags |= VIDMM_SEGMENT_PRESERVED_DURING_STANDBY | VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE;
+    segs[4].system_memory_end = VIDMM_PAGE_SIZE - 1;
+    {
+        struct vidmm_device_desc ad = t_ddesc(segs, 5);
+        refused_naming(&ad, "system_memory_end", "system_memory_end on an aperture segment");
+    }
     /* The stride. */
     p_segs(segs, E_END);
     struct vidmm_device_desc d = t_ddesc(segs, 5);
+    /* A descriptor size holding every field, without the struct's tail padding, is this
+     * version's (review of issue 27: it was refused). */
+    d.size = offsetof(struct vidmm_device_desc, segment_desc_size) + sizeof d.segment_desc_size;
+    t_create_ok(&d, "size up to segment_desc_size, no tail padding");
+    d.size = sizeof d;
     cr_assert_eq(d.segment_desc_size, sizeof(struct vidmm_segment_desc), "VIDMM_DEVICE_DESC_INIT's stride");
     const uint32_t bad[5] = { 1, (uint32_t)VIDMM_SEGMENT_DESC_SIZE_0 + 4, (uint32_t)sizeof(struct vidmm_segment_desc) + 8,
                               2 * (uint32_t)sizeof(struct vidmm_segment_desc), UINT32_MAX };

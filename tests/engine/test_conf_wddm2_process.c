@@ -16,7 +16,9 @@
  * reference counts (t_snap / T_REFUSED, and the counts read back). */
 #include "t_wddm2.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define A T_PROC       /* the owner */
 #define B T_OTHER_PROC /* another process */
@@ -459,4 +461,173 @@ Test(wddm2_process, removal_ends_when_the_device_objects_are_gone)
     cr_assert_eq(gf.process, B);
     T_OK(submit(s2, va, K64));
     vidmm_device_destroy(t.dev);
+}
+
+/* Only the creator locks a shared allocation (spec 6.3 rule 10), so its Lock2 locks are the
+ * removed process's and end with its device; its references stay (review of issue 27: the
+ * lock survived, and only the process-less Unlock2 could end it). */
+Test(wddm2_process, removal_ends_lock2_of_its_shared_allocation)
+{
+    struct two t = two_make();
+    vidmm_handle shared = alloc_of(t.dev, A, VIDMM_ALLOC_KIND_SHARED, 0);
+    T_OK(mr(t.dev, B, NULL, shared));
+    void *p = NULL;
+    T_OK(vidmm_wddm2_lock2(t.dev, A, shared, 0, &p));
+    T_RC(submit(t.sa, t.va_a + T_MiB / 2, T_PG), VIDMM_E_DEVICE_REMOVED);
+    w2_drain(t.dev);
+    T_RC(vidmm_wddm2_unlock2_process(t.dev, A, shared), VIDMM_E_DEVICE_REMOVED);
+    T_RC(vidmm_wddm2_unlock2(t.dev, shared), VIDMM_E_INVALID_ARG); /* not locked any more */
+    cr_assert_eq(refs_of(t.dev, shared), 1, "B's reference of the shared allocation went");
+    vidmm_device_destroy(t.dev);
+}
+
+/* Every call naming the removed process, by field, queue or argument, and the ones that still
+ * work: calls naming no process (an older caller's sizes), and B's. A MUST_SUCCEED
+ * make-resident of the removed process is refused without removing the whole device. */
+Test(wddm2_process, removed_process_every_call)
+{
+    struct two t = two_make();
+    vidmm_paging_queue *qa = NULL;
+    T_OK(vidmm_paging_queue_create(t.dev, A, 0, &qa));
+    T_RC(submit(t.sa, t.va_a + T_MiB / 2, T_PG), VIDMM_E_DEVICE_REMOVED);
+    T_RC(mr(t.dev, 0, qa, t.ha), VIDMM_E_DEVICE_REMOVED); /* named by its queue */
+    T_RC(mr(t.dev, B, qa, t.hb), VIDMM_E_INVALID_ARG);    /* B with A's queue: not the queue's */
+    T_RC(reclaim(t.dev, A, NULL, t.ha, NULL), VIDMM_E_DEVICE_REMOVED);
+    T_RC(reclaim(t.dev, 0, qa, t.ha, NULL), VIDMM_E_DEVICE_REMOVED);
+    T_RC(vidmm_wddm2_unlock2_process(t.dev, A, t.ha), VIDMM_E_DEVICE_REMOVED);
+    T_RC(vidmm_wddm2_unlock2_process(t.dev, 0, t.ha), VIDMM_E_INVALID_ARG); /* 0 names no process */
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.size_of = sizeof m;
+    m.allocations = &t.ha;
+    m.count = 1;
+    m.flags = VIDMM_MAKE_RESIDENT_MUST_SUCCEED;
+    m.process = A;
+    T_RC(vidmm_wddm2_make_resident(t.dev, &m), VIDMM_E_DEVICE_REMOVED);
+    T_OK(submit(t.sb, t.va_b, K64)); /* the vidmm device is not removed */
+    /* Naming no process (an older caller): A's allocations are usable, as documented. */
+    struct vidmm_evict_args e;
+    memset(&e, 0, sizeof e);
+    e.size_of = VIDMM_EVICT_ARGS_V1_SIZE;
+    e.allocations = &t.ha;
+    e.count = 1;
+    T_OK(mr(t.dev, 0, NULL, t.ha));
+    cr_assert_eq(refs_of(t.dev, t.ha), 1);
+    T_OK(vidmm_wddm2_evict(t.dev, &e));
+    T_OK(offer(t.dev, 0, t.ha));
+    T_OK(reclaim(t.dev, 0, NULL, t.ha, NULL));
+    T_OK(vidmm_paging_queue_destroy(qa));
+    vidmm_device_destroy(t.dev);
+}
+
+/* Process 0 cannot be named by a 'process' field: a fault in its VA space removes the whole
+ * vidmm device, as before issue 27 (review: it used to mark 0 removed, after which every
+ * creation with the default process 0 failed while calls naming "no process" went on). */
+Test(wddm2_process, fault_of_process_zero_removes_the_device)
+{
+    vidmm_device *dev = w2_dev();
+    vidmm_va_space *s0 = w2_space(dev, 0);
+    uint64_t va = w2_reserve(s0, 0, T_MiB);
+    T_RC(submit(s0, va, T_PG), VIDMM_E_DEVICE_REMOVED);
+    vidmm_handle x = T_OUT_SENTINEL;
+    struct vidmm_alloc_desc d = t_adesc(K64, T_SET(T_VIS));
+    d.process = B;
+    T_RC(vidmm_alloc_create(dev, &d, &x), VIDMM_E_DEVICE_REMOVED);
+    vidmm_device_destroy(dev);
+}
+
+/* A Lock2 waiting for its allocation's paging when a fault removes its process returns
+ * VIDMM_E_DEVICE_REMOVED and holds no lock (review of issue 27: it took the lock after the
+ * wait, a live lock of a removed process). The wait: a PermanentSysMem allocation the GPU
+ * wrote comes back to system memory first; the driver's paging callback holds that TRANSFER
+ * until the fault has happened (paging runs with the device mutex released). */
+struct blocker {
+    struct t_rec rec;
+    struct vidmm_driver inner;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    vidmm_handle target;
+    bool armed, blocked, release;
+};
+
+static uint32_t blocking_paging(void *arg, struct vidmm_paging_op *op)
+{
+    struct blocker *b = arg;
+    pthread_mutex_lock(&b->mu);
+    if (b->armed && op->type == VIDMM_PAGING_TRANSFER && op->allocation == b->target) {
+        b->armed = false;
+        b->blocked = true;
+        pthread_cond_broadcast(&b->cv);
+        while (!b->release)
+            pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return b->inner.paging(b->inner.arg, op);
+}
+
+struct lock2_job {
+    vidmm_device *dev;
+    vidmm_handle h;
+    void *ptr;
+    int rc;
+};
+
+static void *lock2_thread(void *arg)
+{
+    struct lock2_job *j = arg;
+    j->rc = vidmm_wddm2_lock2(j->dev, A, j->h, 0, &j->ptr);
+    return NULL;
+}
+
+Test(wddm2_process, lock2_waiting_when_its_process_is_removed)
+{
+    static struct blocker b;
+    memset(&b, 0, sizeof b);
+    t_rec_init(&b.rec);
+    b.inner = t_rec_driver(&b.rec, true, false, false);
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    struct vidmm_driver drv = b.inner;
+    drv.paging = blocking_paging;
+    drv.arg = &b;
+    vidmm_device *dev = w2_dev_ex(&drv, 0);
+    vidmm_va_space *sp = w2_space(dev, A);
+    uint64_t va = w2_reserve(sp, 0, T_MiB);
+    vidmm_handle h = alloc_of(dev, A, 0, VIDMM_ALLOC_PERMANENT_SYSMEM);
+    w2_map(sp, va, h, 0, K64);
+    T_OK(mr(dev, A, NULL, h));
+    struct vidmm_va_ref ref = { va, K64, VIDMM_REF_WRITE, 0 };
+    uint64_t fence = 0;
+    T_OK(vidmm_va_submit(sp, &ref, 1, 0, &fence)); /* the GPU writes it: its copy comes back at a lock */
+    T_OK(vidmm_fence_signal(dev, fence));
+    w2_drain(dev);
+    pthread_mutex_lock(&b.mu);
+    b.target = h;
+    b.armed = true;
+    pthread_mutex_unlock(&b.mu);
+    struct lock2_job j = { dev, h, NULL, 12345 };
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, lock2_thread, &j), 0);
+    pthread_mutex_lock(&b.mu);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    while (!b.blocked && pthread_cond_timedwait(&b.cv, &b.mu, &dl) == 0)
+        ;
+    const bool blocked = b.blocked;
+    pthread_mutex_unlock(&b.mu);
+    if (blocked) /* the Lock2 waits for the copy-back: the fault comes now */
+        T_RC(submit(sp, va + T_MiB / 2, T_PG), VIDMM_E_DEVICE_REMOVED);
+    pthread_mutex_lock(&b.mu);
+    b.release = true;
+    pthread_cond_broadcast(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    pthread_join(th, NULL);
+    cr_assert(blocked, "the Lock2 never paged the GPU's copy back: the scenario was not set up");
+    cr_assert_eq(j.rc, VIDMM_E_DEVICE_REMOVED, "Lock2 of a process removed while it waited: %d (%s)", j.rc,
+                 vidmm_strerror(j.rc));
+    T_RC(vidmm_wddm2_unlock2(dev, h), VIDMM_E_INVALID_ARG); /* no lock was left behind */
+    vidmm_device_destroy(dev);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
 }

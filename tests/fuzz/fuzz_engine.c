@@ -1198,9 +1198,6 @@ static void w2_removed(struct fz *f, struct w2 *w)
     CHECK(rc == VIDMM_E_DEVICE_REMOVED, "make_resident after removal: %s", vidmm_strerror(rc));
 }
 
-/* A GPU fault in process p's work removed p's device, not the vidmm device (Doc NONRES,
- * wddm2.h Processes): its own allocations leave the residency list and their Lock2 locks end;
- * its shared ones keep their references; every other process goes on. */
 /* What the WDDM2 sequences reached, for fuzz_engine_random's check that the generator still
  * gets there (issue 27 items 4 and 5): inputs, process removals by a fault, calls refused for
  * naming another process's allocation, make-residents and submissions that succeeded while a
@@ -1217,18 +1214,23 @@ static bool w2_any_gone(const struct w2 *w)
     return false;
 }
 
+/* A GPU fault in process p's work removed p's device, not the vidmm device (Doc NONRES,
+ * wddm2.h Processes): the Lock2 locks of its allocations end, its own allocations leave the
+ * residency list, its shared ones keep their references; every other process goes on. */
 static void w2_gone(struct w2 *w, uint32_t p)
 {
     fuzz_engine_w2_gone++;
     w->gone[p] = true;
     for (int i = 0; i < W2_ALLOCS; i++) {
         struct w2a *x = &w->a[i];
-        if (!x->live || x->proc != p || x->shared)
+        if (!x->live || x->proc != p)
             continue;
+        x->locks = 0; /* only the creator locks, shared or not */
+        x->lock_ptr = NULL;
+        if (x->shared)
+            continue; /* its references may be another process's */
         x->refs = 0;
         x->group = -1;
-        x->locks = 0;
-        x->lock_ptr = NULL;
     }
 }
 
