@@ -176,8 +176,12 @@ struct vm_alloc {
     uint32_t wt_lo, wt_n, wt_probes;
     uint16_t wt_frac, wt_fstar;
     bool wt_seen, wt_dense;
+    bool wt_met;                /* a writable plain lock of it has been planned (the first goes
+                                   untracked when nothing is known: lock.c watch_plan()) */
     bool wt_hole;               /* the backing store was a hole at the lock: nothing armed, the
                                    pages holding data at the end are the ones written */
+    uint8_t *wt_reg;            /* its backing store, registered with the arena's tracker from
+                                   its first armed lock to its release (vm_watch_forget()) */
     /* the disk tier */
     uint64_t swap_off;          /* its extent in the swap file */
     uint32_t *swap_crc;         /* a CRC32C per VMIO_BLOCK of the extent */
@@ -490,6 +494,9 @@ void vm_cache_gpu_use(vidmm_device *dev, struct vm_alloc *a, bool write);
  * for the plain locks' tracking policy; moves under 256 KiB say little and are ignored. Called
  * with dev->mu held. vm_now_ns(): CLOCK_MONOTONIC in ns. */
 void vm_note_move(vidmm_device *dev, int kind, uint64_t ns, uint64_t bytes);
+/* lock.c. vm_watch_forget(): the backing store of 'a' goes back to the arena - its tracking
+ * registration ends first. Called with dev->mu held. */
+void vm_watch_forget(vidmm_device *dev, struct vm_alloc *a);
 uint64_t vm_now_ns(void);
 
 /* swap.c */

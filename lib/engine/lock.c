@@ -465,8 +465,9 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
  *     page for a copy and 200 ns for a flush - perf-notes' Sapphire Rapids memcpy at 64 MiB and
  *     CLFLUSHOPT: low on purpose, the side that tracks less).
  *   - A lock of an allocation whose last tracked lock wrote less than f* is tracked whole.
- *   - Otherwise (no history: the first lock of a fresh allocation; or the last one was dense, and
- *     the back-off of 2, 4 ... 64 untracked locks is over) the lock is a probe: it arms one
+ *   - The first lock with nothing known (not a hole, see below) goes untracked.
+ *   - Otherwise (no history yet: the second lock; or the last one was dense, and the back-off of
+ *     2, 4 ... 64 untracked locks is over) the lock is a probe: it arms one
  *     window of the pages, in one call, sized so that it costs at most 1/40 of the move if every
  *     page of it is written; the pages outside count as written (moved as untracked). The
  *     written fraction inside says how the next locks go. The window moves along the
@@ -482,8 +483,13 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
  *     lock (os.h vmos_arena_data(): SEEK_DATA, swapped-out pages included) are the ones written,
  *     or read (a superset: a read of a hole allocates too). No fault beyond the one the write
  *     takes anyway, where arming a hole would add one a page. The untracked copy-back of such a
- *     store reads every hole, which allocates a page each: 140-150 ms for 64 MiB here, against
- *     15 ms for a populated one (bench_lock_paths 9 plain, "fresh" rows).
+ *     store reads every hole, which allocates a page each: 80-250 ms for 64 MiB here, against
+ *     15-35 ms for a populated one (bench_lock_paths 9 plain, "fresh" rows).
+ *   - Shared memory's own costs: the arena is registered with its tracker backing store by
+ *     backing store, at the first armed lock, until the store's release (a registration makes
+ *     every first write into a hole of the mapping 1-2.5 us slower: a whole-arena registration
+ *     taxed every new backing store, 1.19-1.27x on fresh 100% rows); and its pages are not lifted
+ *     at the end of a lock (watch_end()).
  *
  * VIDMM_LOCK_DIRTY (read at the device's first lock that could track): off - never; always -
  * every lock tracked whole, no back-off, the relock switch at half the pages (tests); probe -
@@ -527,13 +533,16 @@ static struct vmos_wtrack *watch_tracker(vidmm_device *dev, const struct vm_allo
     struct vm_wtracks *w = dev->wtracks;
     if (dev->arena.base && p >= dev->arena.base && n <= dev->arena.reserve &&
         (size_t)(p - dev->arena.base) <= dev->arena.reserve - n) {
+        /* Registered allocation by allocation (vmos_wtrack_register(), watch_arm()): a
+         * registration of the whole arena would slow every first write into its holes - every
+         * new backing store's - by 1-2.5 us a page. */
         if (w->arena == NULL && !w->arena_failed &&
-            vmos_wtrack_create(dev->arena.base, dev->arena.reserve, &w->arena) != 0) {
+            vmos_wtrack_create_lazy(dev->arena.base, dev->arena.reserve, &w->arena) != 0) {
             w->arena_failed = true;
             vidmm_log(VIDMM_LOG_DEBUG, "plain locks: no userfaultfd write-protect for the backing stores here; "
                                        "a writable lock without a page list counts every page as written");
         }
-        return w->arena;
+        return w->arena_failed ? NULL : w->arena;
     }
     const struct vm_segment *s = a->seg;
     if (a->where != VIDMM_WHERE_SEGMENT || s->aperture || s->mem.base == NULL || p < s->cpu ||
@@ -583,6 +592,15 @@ static bool watch_plan(vidmm_device *dev, struct vm_alloc *a, bool shared, bool 
     pl->fstar = f >= 1 ? VM_FRAC_NEVER : (uint16_t)(f * VM_FRAC_ONE > 1 ? f * VM_FRAC_ONE : 1);
     if (a->wt_seen && a->wt_frac < pl->fstar)
         return true; /* the last tracked lock was sparse: all of it */
+    if (!a->wt_met) {
+        /* The first lock with nothing known: untracked, exactly the untracked cost. Probing it
+         * measured 1.07-1.19x on fresh 64 MiB Cached allocations (bench_lock_paths plain),
+         * above the probe's 2.5% budget: a window's faults there cost more than the scratch
+         * mapping's calibration says (the segment's huge pages split by the write-protection,
+         * perhaps: not verified). */
+        a->wt_met = true;
+        return false;
+    }
     /* A probe: the window whose every page written costs 1/40 of the move (half the 10% the
      * target allows: the figures are estimates, and the machine is noisy). */
     const double budget = whole / VM_WATCH_BUDGET_DIV - (double)c.fixed_ns;
@@ -597,6 +615,15 @@ static bool watch_plan(vidmm_device *dev, struct vm_alloc *a, bool shared, bool 
             pl->lo = (uint32_t)(npages - pl->n);
     }
     return true;
+}
+
+void vm_watch_forget(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->wt_reg == NULL)
+        return;
+    if (dev->wtracks != NULL && dev->wtracks->arena != NULL)
+        (void)vmos_wtrack_unregister(dev->wtracks->arena, a->wt_reg, (size_t)a->g->size);
+    a->wt_reg = NULL;
 }
 
 /* watch_lock() arms the write tracking of a plain writable lock of 'a' at 'p' (its whole
@@ -657,6 +684,21 @@ static void watch_arm(vidmm_device *dev, struct vm_alloc *a, uint8_t *p)
     }
     if (!watch_plan(dev, a, shared, !copy_back, &pl))
         return;
+    if (shared && a->wt_reg != p) {
+        if (a->wt_reg != NULL) { /* cannot happen: a backing store does not move while it lives */
+            (void)vmos_wtrack_unregister(t, a->wt_reg, (size_t)g->size);
+            a->wt_reg = NULL;
+        }
+        const int rc = vmos_wtrack_register(t, p, (size_t)g->size);
+        if (rc == VIDMM_E_UNSUPPORTED) {
+            dev->wtracks->arena_failed = true; /* as if it could not be made: nothing is tracked */
+            vidmm_log(VIDMM_LOG_DEBUG, "plain locks: the kernel refused a userfaultfd write-protect registration of "
+                                       "a backing store: a writable lock without a page list counts every page as written");
+        }
+        if (rc != 0)
+            return;
+        a->wt_reg = p;
+    }
     if (vmos_wtrack_arm(t, p + (size_t)pl.lo * VIDMM_PAGE_SIZE, (size_t)pl.n * VIDMM_PAGE_SIZE) == 0) {
         a->wt = t;
         a->wt_ptr = p;

@@ -127,7 +127,7 @@ int vmos_arena_release(struct vmos_arena *a, size_t off, size_t len)
  * released, swapped out or not - with SEEK_DATA / SEEK_HOLE (tmpfs since Linux 3.8), which read
  * the file's own page index, not the page tables. With 'bitmap' (bit i = page i of the range,
  * cleared first) every such page is set and counted in '*pages'; without, '*pages' is 0 when
- * the whole range is a hole, else non-zero (the first extent found). The file position moves;
+ * the whole range is a hole, else 1 (one SEEK_DATA: a few us). The file position moves;
  * nothing in the engine uses it (every access goes through mappings or fallocate()).
  * Returns 0, VIDMM_E_INVALID_ARG or VIDMM_E_IO (the kernel refused: the caller counts every
  * page as holding data). */
@@ -148,15 +148,16 @@ int vmos_arena_data(struct vmos_arena *a, size_t off, size_t len, uint64_t *bitm
             return VIDMM_E_IO;
         if ((size_t)d >= end)
             break;
+        if (bitmap == NULL) {
+            *pages = 1; /* data: the question is answered (SEEK_HOLE would walk the page index
+                           to the next hole, 1 ms past a populated 64 MiB) */
+            return 0;
+        }
         off_t h = lseek(a->fd, d, SEEK_HOLE); /* the end of the file at worst */
         if (h < 0)
             return VIDMM_E_IO;
         const size_t first = ((size_t)d - off) / pg;
         const size_t last = (((size_t)h < end ? (size_t)h : end) - off + pg - 1) / pg;
-        if (bitmap == NULL) {
-            *pages = last - first;
-            return 0;
-        }
         for (size_t i = first; i < last; i++)
             bitmap[i / 64] |= (uint64_t)1 << (i % 64);
         *pages += last - first;

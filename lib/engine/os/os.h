@@ -129,6 +129,16 @@ int vmos_wtrack_arm(struct vmos_wtrack *t, void *p, size_t len);
 int vmos_wtrack_collect(struct vmos_wtrack *t, void *p, size_t len, uint64_t *bitmap, bool lift);
 int vmos_wtrack_disarm(struct vmos_wtrack *t, void *p, size_t len); /* lift, collect nothing */
 int vmos_wtrack_count(struct vmos_wtrack *t, void *p, size_t len, size_t *written); /* scan only */
+/* A tracker of 'base' that registers nothing at creation: vmos_wtrack_register() registers
+ * [p, p + len) (before any arm there; the first one also checks PAGEMAP_SCAN), and
+ * vmos_wtrack_unregister() ends it (on shared memory that leaves every page read-only). For a
+ * pool of shared memory: a registration of a shared mapping makes every first write into a hole
+ * of it slower (1-2.5 us a page measured, Linux 6.18), so only what is tracked is registered.
+ * Returns 0, VIDMM_E_UNSUPPORTED (refused: nothing registered), VIDMM_E_NO_MEMORY, or for
+ * unregister VIDMM_E_IO. */
+int vmos_wtrack_create_lazy(void *base, size_t size, struct vmos_wtrack **out);
+int vmos_wtrack_register(struct vmos_wtrack *t, void *p, size_t len);
+int vmos_wtrack_unregister(struct vmos_wtrack *t, void *p, size_t len);
 
 /* What tracking costs on this machine (issue 31), measured once per process for each kind of
  * memory ('shared': a memfd mapped shared, like the arena; else private anonymous, like the

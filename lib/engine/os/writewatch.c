@@ -1226,6 +1226,8 @@ struct vmos_wtrack {
     uint8_t *base;
     size_t size;
     pid_t owner;    /* the creator: the fd acts on its memory from any process (uffd_destroy()) */
+    bool lazy;      /* ranges are registered one by one (vmos_wtrack_register()) */
+    bool probed;    /* PAGEMAP_SCAN answered for a registered page of it */
 };
 
 int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out)
@@ -1260,7 +1262,68 @@ int vmos_wtrack_create(void *base, size_t size, struct vmos_wtrack **out)
     t->base = base;
     t->size = size;
     t->owner = getpid();
+    t->lazy = false;
+    t->probed = true;
     *out = t;
+    return 0;
+}
+
+int vmos_wtrack_create_lazy(void *base, size_t size, struct vmos_wtrack **out)
+{
+    size_t pg = vmos_page_size();
+    if (base == NULL || size == 0 || ((uintptr_t)base | size) % pg != 0 || out == NULL)
+        return VIDMM_E_INVALID_ARG;
+    int why, fd = uffd_handshake(&why);
+    if (fd < 0)
+        return VIDMM_E_UNSUPPORTED;
+    struct vmos_wtrack *t = malloc(sizeof *t);
+    if (t == NULL) {
+        close(fd);
+        return VIDMM_E_NO_MEMORY;
+    }
+    t->uffd = fd;
+    t->base = base;
+    t->size = size;
+    t->owner = getpid();
+    t->lazy = true;
+    t->probed = false;
+    *out = t;
+    return 0;
+}
+
+int vmos_wtrack_register(struct vmos_wtrack *t, void *p, size_t len)
+{
+    if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
+        return VIDMM_E_INVALID_ARG;
+    if (t->owner != getpid())
+        return VIDMM_E_NOT_AVAILABLE;
+    struct uffdio_register reg;
+    memset(&reg, 0, sizeof reg);
+    reg.range.start = (uintptr_t)p;
+    reg.range.len = len;
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    if (ioctl(t->uffd, UFFDIO_REGISTER, &reg) != 0)
+        return errno == ENOMEM ? VIDMM_E_NO_MEMORY : VIDMM_E_UNSUPPORTED;
+    if (!t->probed) {
+        if (wp_async_probe((uintptr_t)p) != 0) {
+            (void)ioctl(t->uffd, UFFDIO_UNREGISTER, &reg.range);
+            return VIDMM_E_UNSUPPORTED;
+        }
+        t->probed = true;
+    }
+    return 0;
+}
+
+int vmos_wtrack_unregister(struct vmos_wtrack *t, void *p, size_t len)
+{
+    if ((uint8_t *)p < t->base || len > t->size || (size_t)((uint8_t *)p - t->base) > t->size - len)
+        return VIDMM_E_INVALID_ARG;
+    if (t->owner != getpid())
+        return VIDMM_E_NOT_AVAILABLE;
+    struct uffdio_range r = { (uintptr_t)p, len };
+    while (ioctl(t->uffd, UFFDIO_UNREGISTER, &r) != 0)
+        if (errno != EINTR && errno != EAGAIN)
+            return scan_errno(errno);
     return 0;
 }
 
