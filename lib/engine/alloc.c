@@ -371,6 +371,7 @@ void vm_backing_release(vidmm_device *dev, struct vm_alloc *a)
 {
     if (!a->has_backing || a->g->desc.existing_memory)
         return;
+    vm_watch_forget(dev, a); /* its write-tracking registration, if any (lock.c) */
     /* The pages go back to the system and read as zeros for the next owner. */
     vmos_arena_release(&dev->arena, (size_t)a->backing_off, (size_t)a->g->size);
     vmr_give(&dev->arena_space, a->backing_off, a->g->size);

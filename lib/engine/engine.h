@@ -169,6 +169,21 @@ struct vm_alloc {
     struct vmos_wtrack *wt;
     uint8_t *wt_ptr;
     uint32_t wt_skip, wt_backoff; /* locks left unwatched, and the current back-off */
+    /* Issue 31: tracking that never costs more than it saves (lock.c "The policy"). The lock
+     * arms pages [wt_lo, wt_lo + wt_n) of it - all of them, or a probe window whose outside
+     * counts as written; 'wt_dense' once a lock switched to dense (the rest disarmed, every page
+     * written); 'wt_frac' the written fraction (of 4096) the last tracked lock saw,
+     * 'wt_seen' whether one did; 'wt_fstar' the break-even fraction (of 4096) of this lock;
+     * 'wt_probes' the probes made (where the next window goes). */
+    uint32_t wt_lo, wt_n, wt_probes;
+    uint16_t wt_frac, wt_fstar;
+    bool wt_seen, wt_dense;
+    bool wt_met;                /* a writable plain lock of it has been planned (the first goes
+                                   untracked when nothing is known: lock.c watch_plan()) */
+    bool wt_hole;               /* the backing store was a hole at the lock: nothing armed, the
+                                   pages holding data at the end are the ones written */
+    uint8_t *wt_reg;            /* its backing store, registered with the arena's tracker from
+                                   its first armed lock to its release (vm_watch_forget()) */
     /* the disk tier */
     uint64_t swap_off;          /* its extent in the swap file */
     uint32_t *swap_crc;         /* a CRC32C per VMIO_BLOCK of the extent */
@@ -251,7 +266,7 @@ struct vm_pop {
  * the backing-store arena, each memory segment's memory - each made on its first need, and
  * 'failed' once the kernel refused it. */
 struct vm_wtracks {
-    struct vmos_wtrack *arena;
+    struct vmos_wtrack *arena;  /* a memfd mapped shared: see lock.c watch_end() on the lift */
     bool arena_failed;
     struct vmos_wtrack *seg[VIDMM_MAX_SEGMENTS];
     bool seg_failed[VIDMM_MAX_SEGMENTS];
@@ -340,6 +355,10 @@ struct vidmm_device {
                                    16): 0 not known yet, 1 on, 2 off (VIDMM_LOCK_DIRTY=off, read
                                    at the first lock that could use it) */
     struct vm_wtracks *wtracks; /* the write trackers of plain locks (lock.c), made on first need */
+    uint32_t move_ns[2];        /* issue 31: what moving a page costs here, measured on the
+                                   device's own large moves (ns a page, a running average; 0:
+                                   none yet): [0] a copy (paging.c TRANSFER), [1] a cache flush
+                                   (submit.c) - vm_note_move() */
     struct vm_range ranges[VM_MAX_RANGES];
     pthread_mutex_t range_cb_mu; /* serialises the driver's range callbacks */
 
@@ -473,6 +492,14 @@ int vm_paging_run_some(vidmm_device *dev, const struct timespec *dl);
  * allocation in a segment that does not snoop are flushed first, and a GPU write there makes
  * the next CPU access invalidate first (lock.c, lock2.c). Mutex held. */
 void vm_cache_gpu_use(vidmm_device *dev, struct vm_alloc *a, bool write);
+/* lock.c. vm_note_move(): 'ns' spent moving 'bytes' as a copy (kind 0) or a cache flush (kind 1),
+ * for the plain locks' tracking policy; moves under 256 KiB say little and are ignored. Called
+ * with dev->mu held. vm_now_ns(): CLOCK_MONOTONIC in ns. */
+void vm_note_move(vidmm_device *dev, int kind, uint64_t ns, uint64_t bytes);
+/* lock.c. vm_watch_forget(): the backing store of 'a' goes back to the arena - its tracking
+ * registration ends first. Called with dev->mu held. */
+void vm_watch_forget(vidmm_device *dev, struct vm_alloc *a);
+uint64_t vm_now_ns(void);
 
 /* swap.c */
 int vm_swap_open(vidmm_device *dev, const struct vidmm_device_desc *d);

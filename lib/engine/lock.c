@@ -18,6 +18,7 @@
  * are paging operations, which run without the mutex already. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "engine/engine.h"
 
 static uint32_t aperture_set(const vidmm_device *dev)
@@ -439,6 +440,90 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
  * 10 us of system calls; a 64 KiB copy or flush takes 3-6 us). */
 #define VM_WATCH_MIN_BYTES (256u * 1024u)
 
+/* The policy (issue 31): tracking that never costs more than it saves. What tracking a lock
+ * costs, per 4 KiB page, measured on the project's Intel machine kind (Xeon Cascade Lake KVM, 2
+ * vCPUs, Linux 6.18; `build/release/bench/bench_track_costs 5 64`, medians, us):
+ *
+ *   memory     arm        lift       scan    async fault  sync fault  write after lift  memcpy    vidmm_flush
+ *   anonymous  0.11-0.34  0.09-0.13  0.003   1.5-3.3      10-23       0.03              0.8-1.5   0.15-0.37
+ *   memfd      0.07-0.14  0.07-0.13  0.003   1.5-2.0      7.7-19      1.5-2.3           0.8-1.2   0.13-0.17
+ *
+ * (three runs, load 2-8), and the engine's own whole flush of a 64 MiB Cached allocation at the
+ * submission took 28-48 ms, 1.7-3 us a page (`bench_lock_paths 9 plain`, VIDMM_LOCK_DIRTY=off).
+ * A page written under the tracking takes a fault that costs about twice what copying it back
+ * does, so a lock that writes most of its pages cost up to 3x the untracked one (52 against 17
+ * ms for 64 MiB written whole, before this policy), while one page written is 20x (copy-back)
+ * to 300x (flush) cheaper. A synchronous fault (a handler thread that could count the faults
+ * and stop the tracking after a budget) costs 8-23 us here: a budget of 5% of the move allows
+ * one fault in 10-25 pages, so counting faults live would give up every lock past 1-4% written,
+ * where the asynchronous faults still win 5-10x. Hence:
+ *
+ *   - The break-even written fraction of a lock of N pages, f* = (N * move - fixed - N * arm) /
+ *     (N * (fault + move)), comes from the figures measured on this machine: 'fault', 'arm' and
+ *     'fixed' once per process on a scratch mapping (os.h vmos_wtrack_measure()), 'move' from
+ *     the device's own large copies and flushes (vm_note_move(); before the first one, 400 ns a
+ *     page for a copy and 200 ns for a flush - perf-notes' Sapphire Rapids memcpy at 64 MiB and
+ *     CLFLUSHOPT: low on purpose, the side that tracks less).
+ *   - A lock of an allocation whose last tracked lock wrote less than f* is tracked whole.
+ *   - The first lock with nothing known (not a hole, see below) goes untracked.
+ *   - Otherwise (no history yet: the second lock; or the last one was dense, and the back-off of
+ *     2, 4 ... 64 untracked locks is over) the lock is a probe: it arms one
+ *     window of the pages, in one call, sized so that it costs at most 1/40 of the move if every
+ *     page of it is written; the pages outside count as written (moved as untracked). The
+ *     written fraction inside says how the next locks go. The window moves along the
+ *     allocation from probe to probe (a write pattern packed at one end misleads one probe only).
+ *     Where even the smallest useful window (16 pages) does not fit the budget, or arming alone
+ *     costs the whole move, the lock goes untracked.
+ *   - Cheap evidence during the lock: a writable relock of a tracked lock counts the pages
+ *     written so far (a PAGEMAP_SCAN that changes nothing); past f* the tracking of the rest is
+ *     lifted in one call and the whole lock counts as written ("dense").
+ *   - Known before the bytes move: a backing store that is a hole in the arena's memfd (a fresh
+ *     PermanentSysMem allocation: never written, or released since) needs no write-protection
+ *     at all - a write to a hole allocates a page, so the pages that hold data at the end of the
+ *     lock (os.h vmos_arena_data(): SEEK_DATA, swapped-out pages included) are the ones written,
+ *     or read (a superset: a read of a hole allocates too). No fault beyond the one the write
+ *     takes anyway, where arming a hole would add one a page. The untracked copy-back of such a
+ *     store reads every hole, which allocates a page each: 80-250 ms for 64 MiB here, against
+ *     15-35 ms for a populated one (bench_lock_paths 9 plain, "fresh" rows).
+ *   - Shared memory's own costs: the arena is registered with its tracker backing store by
+ *     backing store, at the first armed lock, until the store's release (a registration makes
+ *     every first write into a hole of the mapping 1-2.5 us slower: a whole-arena registration
+ *     taxed every new backing store, 1.19-1.27x on fresh 100% rows); and its pages are not lifted
+ *     at the end of a lock (watch_end()).
+ *
+ * VIDMM_LOCK_DIRTY (read at the device's first lock that could track): off - never; always -
+ * every lock tracked whole, no back-off, the relock switch at half the pages (tests); probe -
+ * every lock a probe over an eighth of the pages, the same switch (tests). */
+#define VM_WATCH_BUDGET_DIV 40u   /* a probe costs at most 1/40 of the move it stands for */
+#define VM_WATCH_MIN_WINDOW 16u   /* pages: fewer say too little about a lock */
+#define VM_FRAC_ONE 4096u         /* fractions are kept in 1/4096 */
+#define VM_FRAC_NEVER 0xFFFFu     /* a break-even no lock reaches */
+#define VM_MOVE_COPY_NS 400u      /* defaults before the device measured its own, see above */
+#define VM_MOVE_FLUSH_NS 200u
+
+enum { VM_WATCH_UNKNOWN = 0, VM_WATCH_AUTO = 1, VM_WATCH_OFF = 2, VM_WATCH_ALWAYS = 3, VM_WATCH_PROBE = 4 };
+
+uint64_t vm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void vm_note_move(vidmm_device *dev, int kind, uint64_t ns, uint64_t bytes)
+{
+    if (bytes < VM_WATCH_MIN_BYTES)
+        return;
+    uint64_t per = ns * VIDMM_PAGE_SIZE / bytes;
+    per = per ? (per < UINT32_MAX / 4 ? per : UINT32_MAX / 4) : 1;
+    uint32_t *m = &dev->move_ns[kind];
+    *m = *m ? (uint32_t)((3u * (uint64_t)*m + per) / 4u) : (uint32_t)per; /* a running average */
+}
+
+/* What 'wt' points at in a lock of a hole (wt_hole): no tracker, but a lock that is tracked. */
+static _Alignas(16) char vm_wt_hole_mark; /* never read: its address is the mark */
+#define VM_WT_HOLE ((struct vmos_wtrack *)(void *)&vm_wt_hole_mark)
+
 /* watch_tracker() is the tracker of the pool holding [p, p + n), made on first need; NULL
  * when there is none (the caller's own memory, a window, a kernel without WP_ASYNC). */
 static struct vmos_wtrack *watch_tracker(vidmm_device *dev, const struct vm_alloc *a, const uint8_t *p, size_t n)
@@ -448,13 +533,16 @@ static struct vmos_wtrack *watch_tracker(vidmm_device *dev, const struct vm_allo
     struct vm_wtracks *w = dev->wtracks;
     if (dev->arena.base && p >= dev->arena.base && n <= dev->arena.reserve &&
         (size_t)(p - dev->arena.base) <= dev->arena.reserve - n) {
+        /* Registered allocation by allocation (vmos_wtrack_register(), watch_arm()): a
+         * registration of the whole arena would slow every first write into its holes - every
+         * new backing store's - by 1-2.5 us a page. */
         if (w->arena == NULL && !w->arena_failed &&
-            vmos_wtrack_create(dev->arena.base, dev->arena.reserve, &w->arena) != 0) {
+            vmos_wtrack_create_lazy(dev->arena.base, dev->arena.reserve, &w->arena) != 0) {
             w->arena_failed = true;
             vidmm_log(VIDMM_LOG_DEBUG, "plain locks: no userfaultfd write-protect for the backing stores here; "
                                        "a writable lock without a page list counts every page as written");
         }
-        return w->arena;
+        return w->arena_failed ? NULL : w->arena;
     }
     const struct vm_segment *s = a->seg;
     if (a->where != VIDMM_WHERE_SEGMENT || s->aperture || s->mem.base == NULL || p < s->cpu ||
@@ -468,6 +556,76 @@ static struct vmos_wtrack *watch_tracker(vidmm_device *dev, const struct vm_allo
     return w->seg[i];
 }
 
+/* What one lock arms: pages [lo, lo + n) (n == 0: nothing), and its break-even fraction. */
+struct watch_plan {
+    uint32_t lo, n;
+    uint16_t fstar;
+};
+
+/* watch_plan() decides how lock 'a' (a PermanentSysMem copy-back, or a flush when 'flush') on
+ * memory of kind 'shared' is tracked: see "The policy" above. False: not at all. */
+static bool watch_plan(vidmm_device *dev, struct vm_alloc *a, bool shared, bool flush, struct watch_plan *pl)
+{
+    const uint64_t npages = a->g->size / VIDMM_PAGE_SIZE;
+    if (npages == 0 || npages > UINT32_MAX)
+        return false;
+    pl->lo = 0;
+    pl->n = (uint32_t)npages;
+    if (dev->lock_watch == VM_WATCH_ALWAYS || dev->lock_watch == VM_WATCH_PROBE) {
+        pl->fstar = VM_FRAC_ONE / 2;
+        if (dev->lock_watch == VM_WATCH_PROBE) {
+            pl->n = (uint32_t)(npages / 8 ? npages / 8 : 1);
+            pl->lo = (uint32_t)(((uint64_t)a->wt_probes++ * pl->n) % npages);
+            if (pl->lo > npages - pl->n)
+                pl->lo = (uint32_t)(npages - pl->n);
+        }
+        return true;
+    }
+    struct vmos_wtrack_costs c;
+    if (vmos_wtrack_measure(shared, &c) != 0)
+        return false;
+    const double move = dev->move_ns[flush] ? dev->move_ns[flush] : (flush ? VM_MOVE_FLUSH_NS : VM_MOVE_COPY_NS);
+    const double whole = move * (double)npages, fixed = (double)c.fixed_ns + (double)c.arm_ns * (double)npages;
+    const double f = (whole - fixed) / ((double)npages * ((double)c.fault_ns + move));
+    if (f <= 0)
+        return false; /* arming and collecting alone cost the whole move */
+    pl->fstar = f >= 1 ? VM_FRAC_NEVER : (uint16_t)(f * VM_FRAC_ONE > 1 ? f * VM_FRAC_ONE : 1);
+    if (a->wt_seen && a->wt_frac < pl->fstar)
+        return true; /* the last tracked lock was sparse: all of it */
+    if (!a->wt_met) {
+        /* The first lock with nothing known: untracked, exactly the untracked cost. Probing it
+         * measured 1.07-1.19x on fresh 64 MiB Cached allocations (bench_lock_paths plain),
+         * above the probe's 2.5% budget: a window's faults there cost more than the scratch
+         * mapping's calibration says (the segment's huge pages split by the write-protection,
+         * perhaps: not verified). */
+        a->wt_met = true;
+        return false;
+    }
+    /* A probe: the window whose every page written costs 1/40 of the move (half the 10% the
+     * target allows: the figures are estimates, and the machine is noisy). */
+    const double budget = whole / VM_WATCH_BUDGET_DIV - (double)c.fixed_ns;
+    const double per = (double)c.arm_ns + (double)c.fault_ns;
+    const double w = per > 0 ? budget / per : (double)npages;
+    if (w < VM_WATCH_MIN_WINDOW)
+        return false;
+    if (w < (double)npages) {
+        pl->n = (uint32_t)w;
+        pl->lo = (uint32_t)(((uint64_t)a->wt_probes++ * pl->n) % npages);
+        if (pl->lo > npages - pl->n)
+            pl->lo = (uint32_t)(npages - pl->n);
+    }
+    return true;
+}
+
+void vm_watch_forget(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->wt_reg == NULL)
+        return;
+    if (dev->wtracks != NULL && dev->wtracks->arena != NULL)
+        (void)vmos_wtrack_unregister(dev->wtracks->arena, a->wt_reg, (size_t)a->g->size);
+    a->wt_reg = NULL;
+}
+
 /* watch_lock() arms the write tracking of a plain writable lock of 'a' at 'p' (its whole
  * content) when an unlock or a submission would otherwise move or flush all of it. The test
  * every lock pays is inline; the rest is not (lock_unlock in the gate). */
@@ -476,70 +634,193 @@ static __attribute__((noinline)) void watch_arm(vidmm_device *dev, struct vm_all
 static VIDMM_FORCEINLINE void watch_lock(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args,
                                          uint8_t *p)
 {
-    if (a->g->size >= VM_WATCH_MIN_BYTES && a->wt == NULL && !args->page_count && dev->lock_watch != 2)
+    if (a->g->size >= VM_WATCH_MIN_BYTES && a->wt == NULL && !args->page_count && dev->lock_watch != VM_WATCH_OFF)
         watch_arm(dev, a, p);
 }
 
 static void watch_arm(vidmm_device *dev, struct vm_alloc *a, uint8_t *p)
 {
     const struct vm_group *g = a->g;
-    if (dev->lock_watch == 0) {
+    if (dev->lock_watch == VM_WATCH_UNKNOWN) {
         const char *env = getenv("VIDMM_LOCK_DIRTY"); /* here, not at creation: devices that never
                                                          lock a large allocation do not pay it */
-        dev->lock_watch = env != NULL && strcmp(env, "off") == 0 ? 2 : 1;
-        if (dev->lock_watch == 2)
+        dev->lock_watch = VM_WATCH_AUTO;
+        if (env != NULL && strcmp(env, "off") == 0)
+            dev->lock_watch = VM_WATCH_OFF;
+        else if (env != NULL && strcmp(env, "always") == 0)
+            dev->lock_watch = VM_WATCH_ALWAYS;
+        else if (env != NULL && strcmp(env, "probe") == 0)
+            dev->lock_watch = VM_WATCH_PROBE;
+        if (dev->lock_watch == VM_WATCH_OFF)
             return;
-    }
-    if (a->wt_skip > 0) {
-        a->wt_skip--; /* recent locks wrote much of it: not watched for a while (watch_done()) */
-        return;
     }
     const bool copy_back = sysmem_backed(g) && a->where == VIDMM_WHERE_SEGMENT;
     if (!copy_back && !(g->desc.flags & VIDMM_ALLOC_CACHED))
         return;
+    struct watch_plan pl;
+    size_t data = 1;
+    if (copy_back && dev->lock_watch == VM_WATCH_AUTO && dev->arena.base && p >= dev->arena.base &&
+        (size_t)(p - dev->arena.base) <= dev->arena.reserve - (size_t)g->size &&
+        vmos_arena_data(&dev->arena, (size_t)(p - dev->arena.base), (size_t)g->size, NULL, &data) == 0 && data == 0) {
+        /* A hole: tracked by what holds data at the end, whatever the back-off says, with no
+         * tracker (none is made for it: a userfaultfd registration of the arena makes every
+         * later first write to a hole of it slower, 1-2 us a page measured). */
+        a->wt = VM_WT_HOLE;
+        a->wt_ptr = p;
+        a->wt_lo = 0;
+        a->wt_n = (uint32_t)(g->size / VIDMM_PAGE_SIZE);
+        a->wt_fstar = watch_plan(dev, a, true, false, &pl) ? pl.fstar : VM_FRAC_NEVER;
+        a->wt_dense = false;
+        a->wt_hole = true;
+        return;
+    }
     struct vmos_wtrack *t = watch_tracker(dev, a, p, (size_t)g->size);
-    if (t != NULL && vmos_wtrack_arm(t, p, (size_t)g->size) == 0) {
+    if (t == NULL)
+        return;
+    const bool shared = t == dev->wtracks->arena;
+    if (a->wt_skip > 0) {
+        a->wt_skip--; /* recent locks wrote much of it: not watched for a while (watch_done()) */
+        return;
+    }
+    if (!watch_plan(dev, a, shared, !copy_back, &pl))
+        return;
+    if (shared && a->wt_reg != p) {
+        if (a->wt_reg != NULL) { /* cannot happen: a backing store does not move while it lives */
+            (void)vmos_wtrack_unregister(t, a->wt_reg, (size_t)g->size);
+            a->wt_reg = NULL;
+        }
+        const int rc = vmos_wtrack_register(t, p, (size_t)g->size);
+        if (rc == VIDMM_E_UNSUPPORTED) {
+            dev->wtracks->arena_failed = true; /* as if it could not be made: nothing is tracked */
+            vidmm_log(VIDMM_LOG_DEBUG, "plain locks: the kernel refused a userfaultfd write-protect registration of "
+                                       "a backing store: a writable lock without a page list counts every page as written");
+        }
+        if (rc != 0)
+            return;
+        a->wt_reg = p;
+    }
+    if (vmos_wtrack_arm(t, p + (size_t)pl.lo * VIDMM_PAGE_SIZE, (size_t)pl.n * VIDMM_PAGE_SIZE) == 0) {
         a->wt = t;
         a->wt_ptr = p;
+        a->wt_lo = pl.lo;
+        a->wt_n = pl.n;
+        a->wt_fstar = pl.fstar;
+        a->wt_dense = false;
+        a->wt_hole = false;
     }
 }
 
+/* watch_recheck(): a writable relock inside a tracked lock - the evidence so far. Past the
+ * break-even, the tracking of the rest is lifted in one call and the lock counts as dense: its
+ * end moves or flushes every page, and the pages it has not written yet take no fault. */
+static __attribute__((noinline)) void watch_recheck(struct vm_alloc *a)
+{
+    if (a->wt == NULL || a->wt_dense || a->wt_hole || a->wt_fstar == VM_FRAC_NEVER)
+        return; /* (a hole's lock has nothing armed to lift) */
+    uint8_t *w = a->wt_ptr + (size_t)a->wt_lo * VIDMM_PAGE_SIZE;
+    const size_t len = (size_t)a->wt_n * VIDMM_PAGE_SIZE;
+    size_t seen = 0;
+    if (vmos_wtrack_count(a->wt, w, len, &seen) != 0 || (uint64_t)seen * VM_FRAC_ONE < (uint64_t)a->wt_fstar * a->wt_n)
+        return;
+    /* Failing, the pages stay armed: the end collects them as usual, nothing is lost. */
+    if (vmos_wtrack_disarm(a->wt, w, len) == 0)
+        a->wt_dense = true;
+}
+
 /* watch_end() ends the write tracking of a lock: returns the pages written under it (a bitmap
- * of the allocation's pages, to free), or NULL when they cannot be known - every page then
- * counts as written (the copy-back, the flush). */
-static uint64_t *watch_end(struct vm_alloc *a)
+ * of the allocation's pages, to free; the pages outside a probe's window set), or NULL when
+ * every page counts as written (the copy-back, the flush): the lock went dense, or the pages
+ * could not be known. '*seen' receives the pages written inside the armed window, '*known'
+ * whether that count means anything.
+ *
+ * The lift: on shared memory (the arena's memfd) lifting the protection leaves every page of
+ * the range read-only - the next write to each, tracked or not, takes a fault (1.5 us a page
+ * measured: bench_track_costs' "touch" after a lift, Linux 6.18) - while the written pages are
+ * writable already. So the arena's unwritten pages stay armed: a write to one later takes that
+ * fault instead, and the next lock arms them again anyway. On private memory the lift keeps
+ * pages writable and costs 0.09 us a page, less than a fault later. */
+static uint64_t *watch_end(vidmm_device *dev, struct vm_alloc *a, size_t *seen, bool *known)
 {
     struct vmos_wtrack *t = a->wt;
-    const size_t npages = (size_t)(a->g->size / VIDMM_PAGE_SIZE);
-    uint64_t *bits = calloc((npages + 63) / 64, sizeof *bits);
+    const size_t npages = (size_t)(a->g->size / VIDMM_PAGE_SIZE), words = (npages + 63) / 64;
+    const size_t lo = a->wt_lo, n = a->wt_n;
     a->wt = NULL;
-    if (bits == NULL || vmos_wtrack_collect(t, a->wt_ptr, (size_t)a->g->size, bits, true) != 0) {
-        (void)vmos_wtrack_disarm(t, a->wt_ptr, (size_t)a->g->size);
+    *seen = n;
+    *known = a->wt_dense;
+    if (a->wt_dense)
+        return NULL; /* lifted already (watch_recheck()) */
+    if (a->wt_hole) {
+        a->wt_hole = false;
+        uint64_t *hb = calloc(words, sizeof *hb);
+        if (hb == NULL ||
+            vmos_arena_data(&dev->arena, (size_t)(a->wt_ptr - dev->arena.base), npages * VIDMM_PAGE_SIZE, hb, seen) != 0) {
+            free(hb);
+            *seen = n;
+            return NULL; /* every page, as untracked */
+        }
+        *known = true;
+        return hb;
+    }
+    uint8_t *w = a->wt_ptr + lo * VIDMM_PAGE_SIZE;
+    const bool lift = dev->wtracks == NULL || t != dev->wtracks->arena;
+    uint64_t *bits = calloc(words, sizeof *bits);
+    uint64_t *win = bits != NULL && lo != 0 ? calloc((n + 63) / 64, sizeof *win) : bits;
+    if (win == NULL || vmos_wtrack_collect(t, w, n * VIDMM_PAGE_SIZE, win, lift) != 0) {
+        (void)vmos_wtrack_disarm(t, w, n * VIDMM_PAGE_SIZE);
+        if (win != bits)
+            free(win);
         free(bits);
         return NULL;
     }
+    size_t k = 0;
+    if (win != bits) {
+        for (size_t i = 0; i < (n + 63) / 64; i++)
+            for (uint64_t m = win[i]; m; m &= m - 1) {
+                const size_t pg = lo + i * 64 + (size_t)__builtin_ctzll(m);
+                bits[pg / 64] |= (uint64_t)1 << (pg % 64);
+                k++;
+            }
+        free(win);
+    } else {
+        for (size_t i = 0; i < words; i++)
+            k += (size_t)__builtin_popcountll(bits[i]);
+    }
+    /* Outside a probe's window: not watched, so written as far as anyone knows. */
+    for (size_t pg = 0; pg < npages; pg++)
+        if (pg < lo || pg >= lo + n)
+            bits[pg / 64] |= (uint64_t)1 << (pg % 64);
+    *seen = k;
+    *known = true;
     return bits;
 }
 
 /* watch_done() applies what a watched lock's end found: the pages it wrote join the
- * copy-back's list (PermanentSysMem) and the pages the next submission flushes (Cached). */
-static __attribute__((noinline)) void watch_done(struct vm_alloc *a)
+ * copy-back's list (PermanentSysMem) and the pages the next submission flushes (Cached); and
+ * the written fraction decides how the next locks of the allocation go (watch_plan()). */
+static __attribute__((noinline)) void watch_done(vidmm_device *dev, struct vm_alloc *a)
 {
     const size_t npages = (size_t)(a->g->size / VIDMM_PAGE_SIZE), words = (npages + 63) / 64;
-    uint64_t *bits = watch_end(a);
+    const uint32_t n = a->wt_n;
+    size_t seen = 0;
+    bool known = false;
+    uint64_t *bits = watch_end(dev, a, &seen, &known);
+    if (known && n != 0) {
+        const uint64_t frac = (uint64_t)seen * VM_FRAC_ONE / n;
+        a->wt_seen = true;
+        a->wt_frac = (uint16_t)(frac < VM_FRAC_ONE ? frac : VM_FRAC_ONE);
+        /* A dense lock: the next locks of the allocation go untracked, 2, 4, ... 64 of them
+         * while that goes on, then one probes again. */
+        if (frac >= a->wt_fstar && dev->lock_watch == VM_WATCH_AUTO) {
+            a->wt_backoff = a->wt_backoff ? (a->wt_backoff < 64 ? 2 * a->wt_backoff : 64) : 2;
+            a->wt_skip = a->wt_backoff;
+        } else {
+            a->wt_backoff = 0;
+        }
+    }
+    a->wt_dense = false;
     size_t written = 0;
     for (size_t w = 0; bits != NULL && w < words; w++)
         written += (size_t)__builtin_popcountll(bits[w]);
-    /* Each page written under the watch took a fault of 1-2 us, more than copying or flushing
-     * it (0.4-0.5 us): a lock that wrote more than an eighth of the pages cost more than it
-     * saved. The next locks of the allocation go unwatched, 2, 4, ... 64 of them while that
-     * goes on, then one is watched again to see. */
-    if (bits != NULL && written > npages / 8) {
-        a->wt_backoff = a->wt_backoff ? (a->wt_backoff < 64 ? 2 * a->wt_backoff : 64) : 2;
-        a->wt_skip = a->wt_backoff;
-    } else if (bits != NULL) {
-        a->wt_backoff = 0;
-    }
     if (bits == NULL) {
         a->dirty_all_pages = true;
         if (a->g->desc.flags & VIDMM_ALLOC_CACHED) {
@@ -1182,6 +1463,8 @@ retry:
         if (writable) {
             if ((a->lock_flags & VIDMM_LOCK_READ_ONLY) && a->lock_mode == VM_LOCK_DIRECT)
                 watch_lock(dev, a, args, a->lock_ptr); /* the first writable lock of it */
+            else if (a->wt != NULL)
+                watch_recheck(a); /* evidence during the lock: dense so far? */
             mark_written(dev, a, args, a->lock_mode);
             a->lock_flags &= ~VIDMM_LOCK_READ_ONLY;
         }
@@ -1703,7 +1986,7 @@ static void unlock_one(vidmm_device *dev, struct vm_alloc *a)
         dev->ranges[a->range].active = false;
     } else if (a->lock_mode == VM_LOCK_DIRECT || a->lock_mode == VM_LOCK_LOCK2 /* WDDM2 hook (lock2.c) */) {
         if (a->wt != NULL)
-            watch_done(a);
+            watch_done(dev, a);
         if (sysmem_backed(a->g) && a->where == VIDMM_WHERE_SEGMENT && (a->dirty_all_pages || a->ndirty_pages))
             push_dirty_pages(dev, a);
     }
@@ -1784,8 +2067,11 @@ void vm_locks_drop(vidmm_device *dev, struct vm_alloc *a)
         dev->ranges[a->range].active = false;
     }
     if (a->wt != NULL) {
-        (void)vmos_wtrack_disarm(a->wt, a->wt_ptr, (size_t)a->g->size);
+        if (!a->wt_hole)
+            (void)vmos_wtrack_disarm(a->wt, a->wt_ptr, (size_t)a->g->size);
         a->wt = NULL;
+        a->wt_dense = false;
+        a->wt_hole = false;
     }
     a->lock_count = 0;
     a->lock_mode = VM_LOCK_NONE;

@@ -369,13 +369,17 @@ static int run_one(vidmm_device *dev, const struct timespec *dl)
         else if (p.op.type == VIDMM_PAGING_UPDATE_PAGE_TABLE && tries == 0)
             vm_va_apply(&p); /* WDDM2 hook: the engine writes the entries (the MMU's part, gpuva.c) */
         pthread_mutex_unlock(&dev->mu);
+        const uint64_t t0 = p.op.type == VIDMM_PAGING_TRANSFER ? vm_now_ns() : 0;
         if (merr)
             status = 0xC0000017u; /* STATUS_NO_MEMORY: fatal below */
         else if (dev->has_paging_cb)
             status = dev->drv.paging(dev->drv.arg, &p.op);
         else
             status = builtin(&p, idle);
+        const uint64_t t1 = t0 ? vm_now_ns() : 0;
         pthread_mutex_lock(&dev->mu);
+        if (t0 && status == VIDMM_STATUS_SUCCESS && !(p.op.flags & (VIDMM_TRANSFER_SWIZZLE | VIDMM_TRANSFER_UNSWIZZLE)))
+            vm_note_move(dev, 0, t1 - t0, p.op.size); /* what a copy-back costs (lock.c) */
         if (status == VIDMM_STATUS_SUCCESS)
             break;
         if (++tries >= VM_MAX_RETRIES)

@@ -24,10 +24,12 @@ static bool noncoherent(const struct vm_alloc *a)
 
 static void cache_flush(vidmm_device *dev, void *p, size_t n)
 {
+    const uint64_t t0 = vm_now_ns();
     if (dev->drv.flush_cpu_cache)
         dev->drv.flush_cpu_cache(dev->drv.arg, p, n);
     else
         vidmm_flush(p, n, VIDMM_FLUSH_WRITEBACK);
+    vm_note_move(dev, 1, vm_now_ns() - t0, n); /* what tracking would save (lock.c) */
     dev->st.cache_flushes++;
 }
 
@@ -35,6 +37,8 @@ static void cache_flush(vidmm_device *dev, void *p, size_t n)
  * call, counted as one flush. */
 static void flush_pages(vidmm_device *dev, uint8_t *p, const uint64_t *bits, size_t npages)
 {
+    const uint64_t t0 = vm_now_ns();
+    size_t flushed = 0;
     for (size_t i = 0; i < npages;) {
         if (!(bits[i / 64] >> (i % 64) & 1)) {
             i++;
@@ -47,8 +51,10 @@ static void flush_pages(vidmm_device *dev, uint8_t *p, const uint64_t *bits, siz
             dev->drv.flush_cpu_cache(dev->drv.arg, p + i * VIDMM_PAGE_SIZE, (j - i) * VIDMM_PAGE_SIZE);
         else
             vidmm_flush(p + i * VIDMM_PAGE_SIZE, (j - i) * VIDMM_PAGE_SIZE, VIDMM_FLUSH_WRITEBACK);
+        flushed += j - i;
         i = j;
     }
+    vm_note_move(dev, 1, vm_now_ns() - t0, (uint64_t)flushed * VIDMM_PAGE_SIZE);
     dev->st.cache_flushes++;
 }
 

@@ -122,6 +122,50 @@ int vmos_arena_release(struct vmos_arena *a, size_t off, size_t len)
     return 0;
 }
 
+/* vmos_arena_data() finds the pages of [off, off + len) that hold data in the memfd - written
+ * (or read: a read of a hole through a shared mapping allocates a page) since they were last
+ * released, swapped out or not - with SEEK_DATA / SEEK_HOLE (tmpfs since Linux 3.8), which read
+ * the file's own page index, not the page tables. With 'bitmap' (bit i = page i of the range,
+ * cleared first) every such page is set and counted in '*pages'; without, '*pages' is 0 when
+ * the whole range is a hole, else 1 (one SEEK_DATA: a few us). The file position moves;
+ * nothing in the engine uses it (every access goes through mappings or fallocate()).
+ * Returns 0, VIDMM_E_INVALID_ARG or VIDMM_E_IO (the kernel refused: the caller counts every
+ * page as holding data). */
+int vmos_arena_data(struct vmos_arena *a, size_t off, size_t len, uint64_t *bitmap, size_t *pages)
+{
+    if (a == NULL || a->base == NULL || a->fd < 0 || !range_ok(off, len, a->reserve) || pages == NULL)
+        return VIDMM_E_INVALID_ARG;
+    const size_t pg = vmos_page_size(), end = off + len;
+    if (bitmap != NULL)
+        memset(bitmap, 0, sizeof *bitmap * ((len / pg + 63) / 64));
+    *pages = 0;
+    size_t at = off;
+    while (at < end) {
+        off_t d = lseek(a->fd, (off_t)at, SEEK_DATA);
+        if (d < 0 && errno == ENXIO)
+            break; /* no data from 'at' to the end of the file */
+        if (d < 0)
+            return VIDMM_E_IO;
+        if ((size_t)d >= end)
+            break;
+        if (bitmap == NULL) {
+            *pages = 1; /* data: the question is answered (SEEK_HOLE would walk the page index
+                           to the next hole, 1 ms past a populated 64 MiB) */
+            return 0;
+        }
+        off_t h = lseek(a->fd, d, SEEK_HOLE); /* the end of the file at worst */
+        if (h < 0)
+            return VIDMM_E_IO;
+        const size_t first = ((size_t)d - off) / pg;
+        const size_t last = (((size_t)h < end ? (size_t)h : end) - off + pg - 1) / pg;
+        for (size_t i = first; i < last; i++)
+            bitmap[i / 64] |= (uint64_t)1 << (i % 64);
+        *pages += last - first;
+        at = off + last * pg;
+    }
+    return 0;
+}
+
 /* vmos_arena_populate() faults [off, off + len) in for writing in one call
  * (MADV_POPULATE_WRITE, Linux 5.14), so that a copy into released pages does not take one page
  * fault per 4 KiB. Best effort: where the kernel lacks it, the copy faults the pages itself. */

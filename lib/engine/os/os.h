@@ -53,6 +53,7 @@ int vmos_arena_init(struct vmos_arena *a, size_t reserve);
 void vmos_arena_destroy(struct vmos_arena *a);
 int vmos_arena_release(struct vmos_arena *a, size_t off, size_t len);
 void vmos_arena_populate(struct vmos_arena *a, size_t off, size_t len);
+int vmos_arena_data(struct vmos_arena *a, size_t off, size_t len, uint64_t *bitmap, size_t *pages);
 
 /* An aperture window: 'size' bytes of address space. Unmapped pages read as zeros and take
  * writes without effect on any allocation (the "dummy page" of UNMAP_APERTURE_SEGMENT).
@@ -127,6 +128,28 @@ void vmos_wtrack_destroy(struct vmos_wtrack *t);
 int vmos_wtrack_arm(struct vmos_wtrack *t, void *p, size_t len);
 int vmos_wtrack_collect(struct vmos_wtrack *t, void *p, size_t len, uint64_t *bitmap, bool lift);
 int vmos_wtrack_disarm(struct vmos_wtrack *t, void *p, size_t len); /* lift, collect nothing */
+int vmos_wtrack_count(struct vmos_wtrack *t, void *p, size_t len, size_t *written); /* scan only */
+/* A tracker of 'base' that registers nothing at creation: vmos_wtrack_register() registers
+ * [p, p + len) (before any arm there; the first one also checks PAGEMAP_SCAN), and
+ * vmos_wtrack_unregister() ends it (on shared memory that leaves every page read-only). For a
+ * pool of shared memory: a registration of a shared mapping makes every first write into a hole
+ * of it slower (1-2.5 us a page measured, Linux 6.18), so only what is tracked is registered.
+ * Returns 0, VIDMM_E_UNSUPPORTED (refused: nothing registered), VIDMM_E_NO_MEMORY, or for
+ * unregister VIDMM_E_IO. */
+int vmos_wtrack_create_lazy(void *base, size_t size, struct vmos_wtrack **out);
+int vmos_wtrack_register(struct vmos_wtrack *t, void *p, size_t len);
+int vmos_wtrack_unregister(struct vmos_wtrack *t, void *p, size_t len);
+
+/* What tracking costs on this machine (issue 31), measured once per process for each kind of
+ * memory ('shared': a memfd mapped shared, like the arena; else private anonymous, like the
+ * segments) on a scratch mapping of its own: 'fixed_ns' the system calls of an arm and a lift
+ * of one page, and per page 'arm_ns' (arm + scan + lift) and 'fault_ns' (a first write to an
+ * armed page, less the write itself). Returns 0, or VIDMM_E_UNSUPPORTED / VIDMM_E_NO_MEMORY /
+ * VIDMM_E_IO where tracking cannot be had (the answer is kept: asking again costs nothing). */
+struct vmos_wtrack_costs {
+    uint32_t fixed_ns, arm_ns, fault_ns;
+};
+int vmos_wtrack_measure(bool shared, struct vmos_wtrack_costs *out);
 
 /* Which tiers this process could obtain right now (bit n = tier n), for vidmm-info and tests. */
 unsigned vmos_tiers_available(void);
