@@ -354,7 +354,9 @@ struct vidmm_device_desc {
      * leaves that paging queued (it completes once the GPU signals; no fence was issued). A
      * descriptor whose 'size' ends before this field (an older caller) reads it as 0. */
     uint64_t wait_timeout_ns;
-    /* The stride of 'segments' in bytes (DXGK_QUERYSEGMENTOUT4.SegmentDescriptorStride, spec
+    /* (The descriptor's 'size' is sizeof(struct vidmm_device_desc) or, from an older caller,
+     * exactly the size of an earlier version: any other is refused.)
+     * The stride of 'segments' in bytes (DXGK_QUERYSEGMENTOUT4.SegmentDescriptorStride, spec
      * 2.2): sizeof(struct vidmm_segment_desc), or VIDMM_SEGMENT_DESC_SIZE_0 for a table of the
      * first layout (without system_memory_end). 0 reads as sizeof(struct vidmm_segment_desc)
      * of this version (the layout with system_memory_end), so that a descriptor zeroed and

@@ -95,9 +95,9 @@ static int read_desc(const struct vidmm_device_desc *in, struct vidmm_device_des
 {
     if (!in)
         return REFUSE("desc", "NULL", "device.h");
-    /* A size that holds every field is this version's, with or without the tail padding. */
-    if (in->size < DESC_SIZE_0_2 + sizeof in->segment_desc_size && in->size != DESC_SIZE_0_1 &&
-        in->size != DESC_SIZE_0_2)
+    /* sizeof (or more), or exactly an earlier version's: any other size is a caller's mistake
+     * (one that holds every field but not the tail padding included). */
+    if (in->size < sizeof *in && in->size != DESC_SIZE_0_1 && in->size != DESC_SIZE_0_2)
         return REFUSE("desc->size", "neither sizeof(struct vidmm_device_desc) nor an earlier version's", "device.h");
     memset(d, 0, sizeof *d);
     memcpy(d, in, in->size < sizeof *d ? in->size : sizeof *d);
