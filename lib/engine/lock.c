@@ -438,7 +438,7 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
 
 /* Below this size a whole copy-back or flush costs less than arming and collecting (about
  * 10 us of system calls; a 64 KiB copy or flush takes 3-6 us). */
-#define VM_WATCH_MIN_BYTES (256u * 1024u)
+#define VM_WATCH_MIN_BYTES VM_MOVE_TIMED_MIN
 
 /* The policy (issue 31): tracking that never costs more than it saves. What tracking a lock
  * costs, per 4 KiB page, measured on the project's Intel machine kind (Xeon Cascade Lake KVM, 2

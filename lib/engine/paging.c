@@ -369,7 +369,7 @@ static int run_one(vidmm_device *dev, const struct timespec *dl)
         else if (p.op.type == VIDMM_PAGING_UPDATE_PAGE_TABLE && tries == 0)
             vm_va_apply(&p); /* WDDM2 hook: the engine writes the entries (the MMU's part, gpuva.c) */
         pthread_mutex_unlock(&dev->mu);
-        const uint64_t t0 = p.op.type == VIDMM_PAGING_TRANSFER ? vm_now_ns() : 0;
+        const uint64_t t0 = p.op.type == VIDMM_PAGING_TRANSFER && p.op.size >= VM_MOVE_TIMED_MIN ? vm_now_ns() : 0;
         if (merr)
             status = 0xC0000017u; /* STATUS_NO_MEMORY: fatal below */
         else if (dev->has_paging_cb)

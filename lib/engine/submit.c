@@ -24,12 +24,13 @@ static bool noncoherent(const struct vm_alloc *a)
 
 static void cache_flush(vidmm_device *dev, void *p, size_t n)
 {
-    const uint64_t t0 = vm_now_ns();
+    const uint64_t t0 = n >= VM_MOVE_TIMED_MIN ? vm_now_ns() : 0;
     if (dev->drv.flush_cpu_cache)
         dev->drv.flush_cpu_cache(dev->drv.arg, p, n);
     else
         vidmm_flush(p, n, VIDMM_FLUSH_WRITEBACK);
-    vm_note_move(dev, 1, vm_now_ns() - t0, n); /* what tracking would save (lock.c) */
+    if (t0)
+        vm_note_move(dev, 1, vm_now_ns() - t0, n); /* what tracking would save (lock.c) */
     dev->st.cache_flushes++;
 }
 
@@ -37,7 +38,7 @@ static void cache_flush(vidmm_device *dev, void *p, size_t n)
  * call, counted as one flush. */
 static void flush_pages(vidmm_device *dev, uint8_t *p, const uint64_t *bits, size_t npages)
 {
-    const uint64_t t0 = vm_now_ns();
+    const uint64_t t0 = npages * VIDMM_PAGE_SIZE >= VM_MOVE_TIMED_MIN ? vm_now_ns() : 0;
     size_t flushed = 0;
     for (size_t i = 0; i < npages;) {
         if (!(bits[i / 64] >> (i % 64) & 1)) {
@@ -54,7 +55,8 @@ static void flush_pages(vidmm_device *dev, uint8_t *p, const uint64_t *bits, siz
         flushed += j - i;
         i = j;
     }
-    vm_note_move(dev, 1, vm_now_ns() - t0, (uint64_t)flushed * VIDMM_PAGE_SIZE);
+    if (t0)
+        vm_note_move(dev, 1, vm_now_ns() - t0, (uint64_t)flushed * VIDMM_PAGE_SIZE);
     dev->st.cache_flushes++;
 }
 
