@@ -13,6 +13,7 @@
  * rotating from round to round (this machine's bandwidth drifts from minute to minute; only
  * ratios measured in one round mean anything: bench_swizzle.c "Paired rounds").
  *
+ * First, memcpy on T threads over memcpy on one: what the machine itself gives.
  * Then the dispatch: the cost of handing a copy to the pool (two threads, a box of 4 KiB) over
  * the same copy on the calling thread, and the sizes where two threads start to win, which is
  * what VIDMM_SWIZZLE_MIN_PARALLEL_BYTES (include/vidmm/swizzle.h) rests on. A standalone
@@ -238,15 +239,37 @@ static void row(const struct surf *s, bool tile, unsigned threads, int rounds, u
     vidmm_swizzle_plan_destroy(many);
 }
 
-/* dispatch_row() times a copy of 2048 bytes x 'h' rows of layout 's' on two threads of the pool
+/* memcpy_row() is the machine's own scaling: memcpy of 64 MiB on T threads against one, in the
+ * same paired rounds. A plan cannot scale further than this. */
+static void memcpy_row(unsigned threads, int rounds, unsigned char *dst, const unsigned char *src, size_t n)
+{
+    double speed[64];
+    int k = 0;
+    mc_copy(threads, dst, src, n);
+    for (int r = 0; r < rounds && k < 64; r++) {
+        double t[2];
+        for (int side = 0; side < 2; side++) {
+            const int which = (side + r) % 2;
+            const double t0 = now_s();
+            for (int i = 0; i < 3; i++)
+                mc_copy(which ? threads : 1, dst, src, n);
+            t[which] = now_s() - t0;
+        }
+        speed[k++] = t[0] / t[1];
+    }
+    printf("%-13s %-9s %2u threads  x1T %5.2f  (%d rounds, median)\n", "memcpy", "", threads, median(speed, k), k);
+    fflush(stdout);
+}
+
+/* dispatch_row() times a copy of 'wb' bytes x 'h' rows of layout 's' on two threads of the pool
  * (min_bytes 1) against the same copy on the calling thread: the median per-call difference and
  * the speed-up. */
-static void dispatch_row(const struct surf *s, uint32_t h, bool tile, int rounds, unsigned char *tiled,
+static void dispatch_row(const struct surf *s, uint32_t wb, uint32_t h, bool tile, int rounds, unsigned char *tiled,
                          unsigned char *lin)
 {
     struct vidmm_tile_layout l;
     struct vidmm_surface_desc d;
-    describe(s, 2048 / s->elem, h, &l, &d);
+    describe(s, wb / s->elem, h, &l, &d);
     vidmm_swizzle_plan *one, *two;
     if (vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &one) != 0 ||
         vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &two) != 0)
@@ -301,16 +324,23 @@ int main(int argc, char **argv)
     unsigned char *lin = big_alloc(bytes), *tiled = big_alloc(bytes + (1u << 20));
     printf("bench_swizzle_threads: %ld CPUs online, backend %s, %d rounds of 3 calls a side\n", nproc,
            vidmm_backend_name(), rounds);
+    for (unsigned c = 0; c < nc; c++)
+        memcpy_row(counts[c], rounds, tiled, lin, bytes);
     for (size_t s = 0; s < sizeof(surfs) / sizeof(surfs[0]); s++)
         for (int tile = 1; tile >= 0; tile--)
             for (unsigned c = 0; c < nc; c++)
                 row(&surfs[s], tile, counts[c], rounds, tiled, lin);
     printf("dispatch: a copy on 2 threads of the pool (min_bytes 1) against the calling thread alone\n");
-    static const uint32_t rows[] = { 32, 64, 128, 256, 512, 1024, 2048 }; /* 64 KiB .. 4 MiB */
+    /* 8 KiB: two tiles (Intel Y 128 x 64 bytes; block-linear 64 x 256 bytes, two blocks of 16
+     * GOBs), one a thread, where the copy costs next to nothing and what is left is the pool's
+     * hand-off; then 64 KiB .. 4 MiB. */
+    static const uint32_t rows[] = { 32, 64, 128, 256, 512, 1024, 2048 };
     for (size_t s = 0; s < sizeof(surfs) / sizeof(surfs[0]); s++)
-        for (int tile = 1; tile >= 0; tile--)
+        for (int tile = 1; tile >= 0; tile--) {
+            dispatch_row(&surfs[s], s == 0 ? 128 : 32, s == 0 ? 64 : 256, tile, rounds, tiled, lin);
             for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-                dispatch_row(&surfs[s], rows[i], tile, rounds, tiled, lin);
+                dispatch_row(&surfs[s], 2048, rows[i], tile, rounds, tiled, lin);
+        }
     vidmm_thread_pool_shutdown();
     free(lin);
     free(tiled);

@@ -325,8 +325,9 @@ struct vidmm_swizzle_threads {
 };
 #define VIDMM_SWIZZLE_THREADS_INIT { sizeof(struct vidmm_swizzle_threads), 0, NULL, NULL, 0 }
 #define VIDMM_SWIZZLE_MAX_THREADS 256
-/* Copies moving fewer bytes than this run on the calling thread (lib/kernels/swizzle_plan.c
- * gives the measurement behind it). */
+/* Copies moving fewer bytes than this run on the calling thread: the pool's hand-off costs
+ * 3-12 us a copy on a 2-vCPU Cascade Lake guest, under 10% of a 1 MiB copy (the measurement:
+ * lib/kernels/swizzle_plan.c, bands_for()). */
 #define VIDMM_SWIZZLE_MIN_PARALLEL_BYTES (1024u * 1024u)
 
 /* vidmm_swizzle_plan_set_threads() sets how the copies through 'plan' use threads ('t' NULL:
