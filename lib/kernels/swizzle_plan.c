@@ -630,11 +630,12 @@ static int copy_surface(const struct vidmm_tile_layout *layout, const struct vid
                         enum vidmm_swz_dir dir, const struct vidmm_kernel_opts *opts)
 {
     const char *call = dir == VIDMM_SWZ_TILE ? "vidmm_swizzle_surface" : "vidmm_deswizzle_surface";
-    struct vidmm_swizzle_plan p = { .threads = 0 };
+    struct vidmm_swizzle_plan p;
     enum vidmm_backend backend;
     enum vidmm_strategy strategy;
     int err;
 
+    p.threads = 0; /* the calling thread (not the whole struct zeroed: ~4 KiB a call) */
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0 ||
         (err = vidmm_swz_open(call, layout, surface, &p.s, &p.fam, &p.lin, &p.total)) < 0 ||
         (err = check_opts(call, backend, strategy)) < 0)
