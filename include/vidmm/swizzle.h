@@ -314,7 +314,8 @@ typedef void (*vidmm_parallel_for_fn)(void *ctx, uint32_t count, void (*job)(voi
 struct vidmm_swizzle_threads {
     size_t size;                      /* sizeof(struct vidmm_swizzle_threads) */
     uint32_t threads;                 /* 0 or 1: the calling thread only; 2..VIDMM_SWIZZLE_MAX_THREADS:
-                                         a copy is cut into up to this many bands */
+                                         a copy runs on up to this many threads, cut into up to
+                                         four bands a thread (claimed one at a time) */
     vidmm_parallel_for_fn parallel_for; /* NULL: the library's pool runs the bands (the calling
                                            thread takes part); else called once per copy with the
                                            bands, from the copying thread */

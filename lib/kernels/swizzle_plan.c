@@ -96,6 +96,9 @@ static int refuse_buffers(const char *call, const unsigned char *tiled, size_t t
  * ------------------------------------------------------------------------------------------- */
 
 #define PAR_MAX_JOBS 256
+/* Bands per thread: the threads claim them one at a time, so a thread the host descheduled
+ * leaves the rest of its share to the others. */
+#define PAR_BANDS_PER_THREAD 4
 
 struct par_job {
     uint32_t mip, layer;
@@ -225,8 +228,8 @@ static void split_box(struct par_ctx *c, const struct vidmm_swz_mip *m, uint32_t
 static uint32_t bands_for(const struct vidmm_swizzle_plan *p, uint64_t bytes)
 {
     const uint64_t per = p->min_bytes / 2 > 0 ? p->min_bytes / 2 : 1;
-    const uint64_t n = bytes / per;
-    return n < 1 ? 1 : n > p->threads ? p->threads : (uint32_t)n;
+    const uint64_t n = bytes / per, most = (uint64_t)p->threads * PAR_BANDS_PER_THREAD;
+    return n < 1 ? 1 : n > most ? (uint32_t)most : (uint32_t)n;
 }
 
 /* sub_alone() tells whether subresource 'm' of a whole-surface copy may have jobs of its own:
