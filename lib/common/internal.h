@@ -58,6 +58,12 @@ int vidmm_parse_size(const char *s, unsigned long long *out);
  * Returns 0 or 1, or VIDMM_E_INVALID_ARG. */
 int vidmm_parse_bool(const char *s);
 
+/* vidmm_i_pool_run() runs job(arg, i) for every i in [0, count) on up to 'threads' threads of
+ * the library's pool (lib/common/pool.c), the caller's included, and returns when all have
+ * returned. A batch already running on the pool (another caller's) makes this one run on the
+ * calling thread alone. */
+void vidmm_i_pool_run(uint32_t threads, uint32_t count, void (*job)(void *arg, uint32_t index), void *arg);
+
 /* vidmm_range_ok() tells whether [p, p + n) is a valid range argument: n == 0, or p != NULL and
  * the range does not wrap the address space. */
 static inline bool vidmm_range_ok(const void *p, size_t n)

@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/swizzle/test_plan_threads.c - plans on several threads (issue 26, include/vidmm/swizzle.h
+ * vidmm_swizzle_plan_set_threads()): on every backend, every layout kind, both directions, whole
+ * surfaces and boxes (odd boxes, unaligned pitches and pointers) with 1..8 threads, on the
+ * library's pool and on a caller's job system, the bytes are those of the one-thread scalar
+ * reference; no two bands write one 64-byte line; refusals change nothing; the pool survives
+ * shutdown, concurrent copies and fork().
+ *
+ * Every case forces 'min_bytes' to 1, so that even these small surfaces are cut into bands.
+ * Built with Criterion, and under ThreadSanitizer against tests/common/t_lite.h (the tsan preset
+ * registers it: tests/CMakeLists.txt), where a race between bands is reported as a failure. */
+#ifdef T_LITE_HARNESS
+#  include "t_lite.h" /* the ThreadSanitizer build: see t_lite.h */
+#else
+#  include <criterion/criterion.h>
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "t_helpers.h"
+#include "vidmm/swizzle.h"
+
+#define T_TIMEOUT 600
+#define POISON 0x5a
+
+/* ---------------------------------------------------------------------------------------------
+ * The layouts: one or more of each kind.
+ * ------------------------------------------------------------------------------------------- */
+struct tcase {
+    const char *name;
+    enum vidmm_tiling tiling;
+    uint32_t flags, amd_mode, unit;
+    uint32_t w, h, d, elem, mips, layers;
+    bool equation;
+};
+
+static const struct tcase cases[] = {
+    { "linear", VIDMM_TILING_LINEAR, 0, 0, 0, 300, 70, 1, 4, 3, 2, false },
+    { "block_linear", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 256, 200, 1, 4, 4, 2, false },
+    { "block_linear_3d", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 64, 40, 24, 4, 1, 1, false },
+    { "intel_x", VIDMM_TILING_INTEL_X, 0, 0, 0, 1000, 70, 1, 1, 1, 1, false },
+    { "intel_y_bit6", VIDMM_TILING_INTEL_Y, VIDMM_TILING_FLAG_BIT6, 0, 0, 1024, 100, 1, 1, 1, 1, false },
+    { "intel_4", VIDMM_TILING_INTEL_4, 0, 0, 0, 900, 100, 1, 1, 1, 1, false },
+    { "d3d_4k", VIDMM_TILING_D3D_STD_4K, 0, 0, 0, 256, 96, 1, 4, 1, 2, false },
+    { "d3d_64k", VIDMM_TILING_D3D_STD_64K, 0, 0, 0, 384, 256, 1, 4, 1, 1, false },
+    { "d3d_64k_3d", VIDMM_TILING_D3D_STD_64K, 0, 0, 0, 64, 64, 8, 4, 1, 1, false },
+    { "amd_64k_s_chain", VIDMM_TILING_AMD_GFX10, 0, 9, 0, 300, 200, 1, 4, 6, 2, false },
+    { "amd_64k_r_x", VIDMM_TILING_AMD_GFX10, 0, 27, 0, 256, 256, 1, 4, 1, 1, false },
+    { "equation", VIDMM_TILING_EQUATION, 0, 0, 0, 512, 256, 1, 4, 1, 1, true },
+    { "morton", VIDMM_TILING_MORTON, 0, 0, 0, 192, 128, 1, 4, 3, 1, false },
+    { "morton_3d", VIDMM_TILING_MORTON, 0, 0, 0, 32, 32, 16, 4, 1, 1, false },
+    { "morton_npot_unit", VIDMM_TILING_MORTON, 0, 0, 0, 64, 64, 1, 12, 1, 1, false },
+};
+#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+
+/* The D3D 64 KB 32 bpp table as a caller equation (tiling.md 5.2). */
+static void d3d_equation(struct vidmm_equation *eq)
+{
+    static const char order[16][2] = { { 'x', 0 }, { 'x', 1 }, { 'x', 2 }, { 'x', 3 }, { 'y', 0 }, { 'y', 1 },
+                                       { 'y', 2 }, { 'y', 3 }, { 'y', 4 }, { 'x', 4 }, { 'y', 5 }, { 'x', 5 },
+                                       { 'y', 6 }, { 'x', 6 }, { 'y', 7 }, { 'x', 7 } };
+    memset(eq, 0, sizeof(*eq));
+    eq->bits = 16;
+    for (int i = 0; i < 16; i++)
+        eq->term[i][0] = (struct vidmm_eq_term){ order[i][0] == 'x' ? VIDMM_EQ_X : VIDMM_EQ_Y,
+                                                 (uint8_t)order[i][1] };
+}
+
+static struct vidmm_equation the_eq;
+
+static void describe(const struct tcase *c, struct vidmm_tile_layout *l, struct vidmm_surface_desc *s)
+{
+    *l = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT(c->tiling);
+    l->flags = c->flags;
+    l->amd_swizzle_mode = c->amd_mode;
+    l->swizzle_unit = c->unit;
+    if (c->equation) {
+        d3d_equation(&the_eq);
+        l->equation = &the_eq;
+    }
+    memset(s, 0, sizeof(*s));
+    s->size = sizeof(*s);
+    s->width = c->w;
+    s->height = c->h;
+    s->depth = c->d;
+    s->element_bytes = c->elem;
+    s->block_width = s->block_height = 1;
+    s->mip_levels = c->mips;
+    s->array_layers = c->layers;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Job systems of the caller's: a few pthreads pulling indices, and a recorder that runs the
+ * bands one after another and notes the 64-byte lines each one changed.
+ * ------------------------------------------------------------------------------------------- */
+struct js_run {
+    _Atomic uint32_t next;
+    uint32_t count;
+    void (*job)(void *, uint32_t);
+    void *arg;
+};
+
+static void *js_worker(void *p)
+{
+    struct js_run *r = p;
+    for (uint32_t i; (i = atomic_fetch_add(&r->next, 1)) < r->count;)
+        r->job(r->arg, i);
+    return NULL;
+}
+
+static _Atomic unsigned js_calls;
+
+/* A caller-owned job system: up to three threads of its own beside the copying one. */
+static void js_parallel_for(void *ctx, uint32_t count, void (*job)(void *arg, uint32_t index), void *arg)
+{
+    (void)ctx;
+    atomic_fetch_add(&js_calls, 1);
+    struct js_run r = { .count = count, .job = job, .arg = arg };
+    pthread_t tid[3];
+    unsigned n = count - 1 < 3 ? count - 1 : 3, started = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (pthread_create(&tid[i], NULL, js_worker, &r) == 0)
+            started++;
+    js_worker(&r);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+}
+
+struct recorder {
+    unsigned char *dst;       /* the written buffer */
+    size_t len;
+    unsigned char *before;
+    int32_t *owner;           /* per line of 'dst': the band that changed it, or -1 */
+    uint32_t bands;           /* the largest count seen */
+    uint32_t shared_lines;    /* lines two bands changed */
+    uint32_t calls;
+};
+
+static void rec_parallel_for(void *ctx, uint32_t count, void (*job)(void *arg, uint32_t index), void *arg)
+{
+    struct recorder *r = ctx;
+    const uintptr_t first = (uintptr_t)r->dst >> 6;
+    r->calls++;
+    if (count > r->bands)
+        r->bands = count;
+    for (uint32_t i = 0; i < count; i++) {
+        memcpy(r->before, r->dst, r->len);
+        job(arg, i);
+        for (size_t k = 0; k < r->len; k++) {
+            if (r->dst[k] == r->before[k])
+                continue;
+            const size_t line = (((uintptr_t)r->dst + k) >> 6) - first;
+            if (r->owner[line] >= 0 && r->owner[line] != (int32_t)i)
+                r->shared_lines++;
+            r->owner[line] = (int32_t)i;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One copy, threaded against the one-thread scalar reference.
+ * ------------------------------------------------------------------------------------------- */
+enum mode { POOL, CALLBACK, RECORD };
+
+struct copy_spec {
+    uint32_t mip, layer;          /* VIDMM_SWIZZLE_PLAN_SURFACE: the whole surface */
+    bool has_box;
+    struct vidmm_box box;
+    size_t row_pitch, slice_pitch, lin_skew;
+};
+
+static unsigned char *xalloc(size_t n)
+{
+    unsigned char *p = aligned_alloc(64, (n + 64 + 63) / 64 * 64);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* check_copy() runs the copy 'sp' of case 'c' in both directions on 'backend' with 'threads'
+ * threads in 'mode', and compares every byte of both buffers with the scalar one-thread copy.
+ * Returns the bands the recorder saw (RECORD), else 0. */
+static uint32_t check_copy(const struct tcase *c, const struct copy_spec *sp, enum vidmm_backend backend,
+                           uint32_t threads, enum mode mode, struct t_rng *rng)
+{
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(c, &l, &s);
+    struct vidmm_kernel_opts ref_o = t_opts(VIDMM_BACKEND_SCALAR, VIDMM_STRATEGY_AUTO);
+    struct vidmm_kernel_opts o = t_opts(backend, VIDMM_STRATEGY_AUTO);
+    vidmm_swizzle_plan *ref = NULL, *plan = NULL;
+    int rc = vidmm_swizzle_plan_create(&l, &s, sp->mip, sp->layer, &ref_o, &ref);
+    cr_assert_eq(rc, 0, "%s: plan_create(mip %u) = %d", c->name, sp->mip, rc);
+    rc = vidmm_swizzle_plan_create(&l, &s, sp->mip, sp->layer, &o, &plan);
+    cr_assert_eq(rc, 0, "%s: plan_create = %d", c->name, rc);
+    struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
+    cr_assert_eq(vidmm_swizzle_plan_info(plan, &info), 0);
+
+    struct recorder rec = { 0 };
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    t.threads = threads;
+    t.min_bytes = 1;
+    if (mode == CALLBACK)
+        t.parallel_for = js_parallel_for;
+    if (mode == RECORD) {
+        t.parallel_for = rec_parallel_for;
+        t.parallel_ctx = &rec;
+    }
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+
+    const bool whole = sp->mip == VIDMM_SWIZZLE_PLAN_SURFACE;
+    struct vidmm_box b = { 0, 0, 0, info.width, info.height, info.depth };
+    if (sp->has_box)
+        b = sp->box;
+    size_t rp = sp->row_pitch, slp = sp->slice_pitch, lin_len;
+    if (whole) {
+        lin_len = info.linear_size;
+        rp = slp = 0;
+    } else {
+        if (rp == 0)
+            rp = (size_t)b.width * c->elem;
+        if (slp == 0)
+            slp = rp * b.height;
+        lin_len = (b.depth - 1) * slp + (b.height - 1) * rp + (size_t)b.width * c->elem;
+    }
+    const size_t tn = info.tiled_size, ln = lin_len + sp->lin_skew;
+    unsigned char *src_t = xalloc(tn), *src_l = xalloc(ln);
+    unsigned char *ref_t = xalloc(tn), *got_t = xalloc(tn), *ref_l = xalloc(ln), *got_l = xalloc(ln);
+    t_rng_bytes(rng, src_t, tn);
+    t_rng_bytes(rng, src_l, ln);
+    const struct vidmm_box *bp = sp->has_box ? &sp->box : NULL;
+    const size_t sk = sp->lin_skew;
+
+    for (int dir = 0; dir < 2; dir++) {
+        unsigned char *dst = dir == 0 ? got_t : got_l + sk;
+        size_t dn = dir == 0 ? tn : lin_len;
+        memset(ref_t, POISON, tn);
+        memset(got_t, POISON, tn);
+        memset(ref_l, POISON, ln);
+        memset(got_l, POISON, ln);
+        if (mode == RECORD) {
+            rec = (struct recorder){ .dst = dst, .len = dn, .before = malloc(dn) };
+            const size_t lines = ((((uintptr_t)dst + dn) >> 6) - ((uintptr_t)dst >> 6)) + 1;
+            rec.owner = malloc(lines * sizeof(int32_t));
+            cr_assert(rec.before != NULL && rec.owner != NULL);
+            memset(rec.owner, 0xff, lines * sizeof(int32_t));
+        }
+        int r1, r2;
+        if (dir == 0) {
+            r1 = vidmm_swizzle_plan_swizzle(ref, bp, ref_t, tn, src_l + sk, lin_len, rp, slp);
+            r2 = vidmm_swizzle_plan_swizzle(plan, bp, got_t, tn, src_l + sk, lin_len, rp, slp);
+        } else {
+            r1 = vidmm_swizzle_plan_deswizzle(ref, bp, src_t, tn, ref_l + sk, lin_len, rp, slp);
+            r2 = vidmm_swizzle_plan_deswizzle(plan, bp, src_t, tn, got_l + sk, lin_len, rp, slp);
+        }
+        cr_assert_eq(r1, 0, "%s: reference %s = %d", c->name, dir == 0 ? "swizzle" : "deswizzle", r1);
+        cr_assert_eq(r2, 0, "%s: threaded %s = %d", c->name, dir == 0 ? "swizzle" : "deswizzle", r2);
+        ptrdiff_t at = dir == 0 ? t_find_diff(ref_t, got_t, tn) : t_find_diff(ref_l, got_l, ln);
+        cr_assert_eq(at, -1, "%s %s (%s, %u threads, mode %d, mip %u, box %ux%ux%u at %u,%u,%u, pitch %zu/%zu, "
+                     "skew %zu): byte %td differs from the one-thread scalar copy", c->name,
+                     dir == 0 ? "swizzle" : "deswizzle", t_backend_label(backend), threads, (int)mode, sp->mip,
+                     b.width, b.height, b.depth, b.x, b.y, b.z, rp, slp, sk, at);
+        if (mode == RECORD) {
+            cr_assert_eq(rec.shared_lines, 0, "%s %s (%u threads, mip %u): %u lines written by two bands",
+                         c->name, dir == 0 ? "swizzle" : "deswizzle", threads, sp->mip, rec.shared_lines);
+            free(rec.before);
+            free(rec.owner);
+        }
+    }
+    free(src_t);
+    free(src_l);
+    free(ref_t);
+    free(got_t);
+    free(ref_l);
+    free(got_l);
+    vidmm_swizzle_plan_destroy(ref);
+    vidmm_swizzle_plan_destroy(plan);
+    return rec.bands;
+}
+
+/* for_each_copy() runs, for case 'c', the whole surface, whole subresources, and odd boxes with
+ * unaligned and aligned pitches. */
+static void for_each_copy(const struct tcase *c, enum vidmm_backend backend, uint32_t threads, enum mode mode,
+                          struct t_rng *rng)
+{
+    struct copy_spec sp = { .mip = VIDMM_SWIZZLE_PLAN_SURFACE };
+    check_copy(c, &sp, backend, threads, mode, rng);
+    for (uint32_t mip = 0; mip < c->mips && mip < 2; mip++) {
+        const uint32_t layer = c->layers - 1;
+        const uint32_t w = c->w >> mip ? c->w >> mip : 1, h = c->h >> mip ? c->h >> mip : 1;
+        const uint32_t d = c->d >> mip ? c->d >> mip : 1;
+        sp = (struct copy_spec){ .mip = mip, .layer = layer };
+        check_copy(c, &sp, backend, threads, mode, rng);
+        /* An odd box, pitches and pointer unaligned. */
+        if (w > 8 && h > 8) {
+            sp.has_box = true;
+            sp.box = (struct vidmm_box){ w / 7 + 1, h / 5 + 1, d > 2 ? 1 : 0, w - w / 7 - 4, h - h / 5 - 2,
+                                         d > 2 ? d - 2 : 1 };
+            sp.row_pitch = (size_t)sp.box.width * c->elem + 13;
+            sp.slice_pitch = sp.row_pitch * sp.box.height + 7;
+            sp.lin_skew = 5;
+            check_copy(c, &sp, backend, threads, mode, rng);
+            /* The same box, pitches a multiple of the line: deswizzles cut too. */
+            sp.row_pitch = ((size_t)sp.box.width * c->elem + 63) / 64 * 64;
+            sp.slice_pitch = sp.row_pitch * sp.box.height;
+            sp.lin_skew = 0;
+            check_copy(c, &sp, backend, threads, mode, rng);
+        }
+    }
+}
+
+/* Under ThreadSanitizer (5-15x slower) the pool runs 1, 2, 5 and 8 threads, not all of 1..8. */
+#ifdef T_LITE_HARNESS
+#  define POOL_COUNTS(n) ((n) == 1 || (n) == 2 || (n) == 5 || (n) == 8)
+#else
+#  define POOL_COUNTS(n) true
+#endif
+
+static void all_layouts(enum vidmm_backend backend, enum mode mode)
+{
+    t_require_backend(backend);
+    struct t_rng rng;
+    t_rng_init(&rng, 0x26);
+    for (size_t k = 0; k < N_CASES; k++)
+        for (uint32_t n = 1; n <= 8; n++)
+            if (mode == POOL ? POOL_COUNTS(n) : n == 1 || n == 3 || n == 8)
+                for_each_copy(&cases[k], backend, n, mode, &rng);
+}
+
+#define BACKEND_TESTS(suite, B)                                                                    \
+    Test(suite, pool_matches_one_thread, .timeout = T_TIMEOUT) { all_layouts(B, POOL); }           \
+    Test(suite, callback_matches_one_thread, .timeout = T_TIMEOUT) { all_layouts(B, CALLBACK); }
+
+BACKEND_TESTS(threads_scalar, VIDMM_BACKEND_SCALAR)
+BACKEND_TESTS(threads_sse2, VIDMM_BACKEND_SSE2)
+BACKEND_TESTS(threads_avx2, VIDMM_BACKEND_AVX2)
+BACKEND_TESTS(threads_avx512, VIDMM_BACKEND_AVX512)
+
+/* ---------------------------------------------------------------------------------------------
+ * The split: bands never share a line, and copies are really cut.
+ * ------------------------------------------------------------------------------------------- */
+Test(threads, bands_share_no_line, .timeout = T_TIMEOUT)
+{
+    struct t_rng rng;
+    t_rng_init(&rng, 0x2626);
+    for (size_t k = 0; k < N_CASES; k++)
+        for (uint32_t n = 2; n <= 8; n += 3)
+            for_each_copy(&cases[k], VIDMM_BACKEND_AUTO, n, RECORD, &rng);
+}
+
+Test(threads, copies_are_cut, .timeout = T_TIMEOUT)
+{
+    struct t_rng rng;
+    t_rng_init(&rng, 7);
+    /* Whole surfaces and subresources of the tile layouts: at least two bands with 4 threads. */
+    static const char *const cut[] = { "block_linear", "intel_y_bit6", "intel_x", "d3d_64k", "amd_64k_s_chain",
+                                       "morton", "block_linear_3d", "d3d_64k_3d" };
+    for (size_t k = 0; k < N_CASES; k++) {
+        bool want = false;
+        for (size_t j = 0; j < sizeof(cut) / sizeof(cut[0]); j++)
+            want |= strcmp(cut[j], cases[k].name) == 0;
+        if (!want)
+            continue;
+        struct copy_spec sp = { .mip = VIDMM_SWIZZLE_PLAN_SURFACE };
+        uint32_t bands = check_copy(&cases[k], &sp, VIDMM_BACKEND_AUTO, 4, RECORD, &rng);
+        cr_assert_geq(bands, 2, "%s: the whole surface ran as %u band(s)", cases[k].name, bands);
+        sp = (struct copy_spec){ .mip = 0 };
+        bands = check_copy(&cases[k], &sp, VIDMM_BACKEND_AUTO, 4, RECORD, &rng);
+        cr_assert_geq(bands, 2, "%s: mip 0 ran as %u band(s)", cases[k].name, bands);
+    }
+}
+
+/* Below the threshold a copy stays on the calling thread: the caller's job system is not called. */
+Test(threads, small_copies_stay_on_the_caller, .timeout = T_TIMEOUT)
+{
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(&cases[1], &l, &s);
+    vidmm_swizzle_plan *plan;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &plan), 0);
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    t.threads = 4;
+    t.parallel_for = js_parallel_for; /* min_bytes 0: the library's threshold, above 200 KiB */
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    size_t tn = 0;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &tn), 0);
+    unsigned char *tiled = xalloc(tn), *lin = xalloc(256 * 200 * 4);
+    memset(lin, 1, 256 * 200 * 4);
+    const unsigned before = atomic_load(&js_calls);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, 256 * 200 * 4, 256 * 4, 0), 0);
+    cr_assert_eq(atomic_load(&js_calls), before, "a copy below the threshold called the job system");
+    t.min_bytes = 1;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, 256 * 200 * 4, 256 * 4, 0), 0);
+    cr_assert_eq(atomic_load(&js_calls), before + 1, "a copy above 'min_bytes' did not call the job system");
+    free(tiled);
+    free(lin);
+    vidmm_swizzle_plan_destroy(plan);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Refusals, the pool's lifetime, concurrency and fork().
+ * ------------------------------------------------------------------------------------------- */
+Test(threads, refusals_change_nothing, .timeout = T_TIMEOUT)
+{
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(&cases[1], &l, &s);
+    vidmm_swizzle_plan *plan;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &plan), 0);
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(NULL, &t), VIDMM_E_INVALID_ARG);
+    t.threads = 4;
+    t.min_bytes = 1;
+    t.parallel_for = js_parallel_for;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    struct vidmm_swizzle_threads bad = t;
+    bad.threads = VIDMM_SWIZZLE_MAX_THREADS + 1;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &bad), VIDMM_E_INVALID_ARG);
+    bad = t;
+    bad.size = offsetof(struct vidmm_swizzle_threads, min_bytes);
+    bad.threads = 1;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &bad), VIDMM_E_INVALID_ARG);
+    /* The plan kept its threads: the next copy still calls the job system. */
+    size_t tn = 0;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &tn), 0);
+    const size_t ln = 256 * 200 * 4;
+    unsigned char *tiled = xalloc(tn), *lin = xalloc(ln);
+    memset(lin, 3, ln);
+    memset(tiled, POISON, tn);
+    unsigned before = atomic_load(&js_calls);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, ln, 256 * 4, 0), 0);
+    cr_assert_eq(atomic_load(&js_calls), before + 1);
+    /* A threaded plan's refused copies write nothing and call nobody. */
+    memset(tiled, POISON, tn);
+    before = atomic_load(&js_calls);
+    struct vidmm_box box = { 0, 190, 0, 256, 20, 1 };
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, &box, tiled, tn, lin, ln, 256 * 4, 0), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn - 1, lin, ln, 256 * 4, 0), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, ln, 100, 0), VIDMM_E_INVALID_ARG);
+    cr_assert_eq(vidmm_swizzle_plan_deswizzle(plan, NULL, tiled, tn, tiled + 64, ln, 256 * 4, 0), VIDMM_E_OVERLAP);
+    cr_assert_eq(t_find_not(tiled, tn, POISON), -1, "a refused threaded copy wrote to the tiled buffer");
+    cr_assert_eq(atomic_load(&js_calls), before, "a refused copy called the job system");
+    /* NULL turns threads off. */
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, NULL), 0);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, ln, 256 * 4, 0), 0);
+    cr_assert_eq(atomic_load(&js_calls), before);
+    free(tiled);
+    free(lin);
+    vidmm_swizzle_plan_destroy(plan);
+}
+
+Test(threads, pool_shutdown_and_again, .timeout = T_TIMEOUT)
+{
+    struct t_rng rng;
+    t_rng_init(&rng, 99);
+    struct copy_spec sp = { .mip = VIDMM_SWIZZLE_PLAN_SURFACE };
+    check_copy(&cases[1], &sp, VIDMM_BACKEND_AUTO, 4, POOL, &rng);
+    vidmm_thread_pool_shutdown();
+    vidmm_thread_pool_shutdown(); /* twice: nothing to stop */
+    check_copy(&cases[4], &sp, VIDMM_BACKEND_AUTO, 8, POOL, &rng);
+    check_copy(&cases[1], &sp, VIDMM_BACKEND_AUTO, 2, POOL, &rng);
+    vidmm_thread_pool_shutdown();
+}
+
+/* Several threads copying through one threaded plan at once: one gets the pool, the others run
+ * alone; every result is the reference's. */
+struct conc {
+    const vidmm_swizzle_plan *plan;
+    const unsigned char *lin;
+    size_t ln, tn;
+    const unsigned char *want;
+    bool ok;
+};
+
+static void *conc_main(void *p)
+{
+    struct conc *c = p;
+    unsigned char *tiled = aligned_alloc(64, (c->tn + 63) / 64 * 64);
+    c->ok = tiled != NULL;
+    for (int i = 0; i < 6 && c->ok; i++) {
+        memset(tiled, POISON, c->tn);
+        c->ok = vidmm_swizzle_plan_swizzle(c->plan, NULL, tiled, c->tn, c->lin, c->ln, 0, 0) == 0 &&
+                memcmp(tiled, c->want, c->tn) == 0;
+    }
+    free(tiled);
+    return NULL;
+}
+
+Test(threads, one_plan_from_many_threads, .timeout = T_TIMEOUT)
+{
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(&cases[9], &l, &s); /* the AMD chain: bands and a rest */
+    vidmm_swizzle_plan *plan;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan), 0);
+    struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
+    cr_assert_eq(vidmm_swizzle_plan_info(plan, &info), 0);
+    const size_t tn = info.tiled_size, ln = info.linear_size;
+    unsigned char *lin = xalloc(ln), *want = xalloc(tn);
+    struct t_rng rng;
+    t_rng_init(&rng, 5);
+    t_rng_bytes(&rng, lin, ln);
+    memset(want, POISON, tn);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, want, tn, lin, ln, 0, 0), 0);
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    t.threads = 3;
+    t.min_bytes = 1;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    struct conc c[4];
+    pthread_t tid[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (struct conc){ plan, lin, ln, tn, want, false };
+        cr_assert_eq(pthread_create(&tid[i], NULL, conc_main, &c[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(tid[i], NULL);
+        cr_assert(c[i].ok, "thread %d: a concurrent threaded copy differs", i);
+    }
+    free(lin);
+    free(want);
+    vidmm_swizzle_plan_destroy(plan);
+}
+
+/* fork() after the pool started: the child's threaded copy starts a pool of its own. */
+Test(threads, fork_child_copies, .timeout = T_TIMEOUT)
+{
+#if defined(__SANITIZE_THREAD__)
+    cr_skip_test("ThreadSanitizer cannot start threads in the child of a multi-threaded fork()");
+#endif
+    struct t_rng rng;
+    t_rng_init(&rng, 11);
+    struct copy_spec sp = { .mip = VIDMM_SWIZZLE_PLAN_SURFACE };
+    check_copy(&cases[1], &sp, VIDMM_BACKEND_AUTO, 2, POOL, &rng);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct vidmm_tile_layout l;
+        struct vidmm_surface_desc s;
+        describe(&cases[1], &l, &s);
+        vidmm_swizzle_plan *plan, *ref;
+        if (vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan) != 0 ||
+            vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &ref) != 0)
+            _exit(2);
+        struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+        t.threads = 4;
+        t.min_bytes = 1;
+        vidmm_swizzle_plan_set_threads(plan, &t);
+        struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
+        vidmm_swizzle_plan_info(plan, &info);
+        unsigned char *lin = calloc(1, info.linear_size), *a = calloc(1, info.tiled_size),
+                      *b = calloc(1, info.tiled_size);
+        if (lin == NULL || a == NULL || b == NULL)
+            _exit(3);
+        for (size_t i = 0; i < info.linear_size; i++)
+            lin[i] = (unsigned char)(i * 7 + 1);
+        int r = vidmm_swizzle_plan_swizzle(plan, NULL, a, info.tiled_size, lin, info.linear_size, 0, 0) |
+                vidmm_swizzle_plan_swizzle(ref, NULL, b, info.tiled_size, lin, info.linear_size, 0, 0);
+        vidmm_thread_pool_shutdown();
+        _exit(r != 0 ? 4 : memcmp(a, b, info.tiled_size) != 0 ? 5 : 0);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's threaded copy failed (status %d)",
+              status);
+}
