@@ -276,6 +276,14 @@ static void range_args(const vidmm_device *dev, const struct vm_range *r, uint32
  * spread: 99.5-127 ms lazy against 15.5-17.5 eager), so 64 KiB is the low side: a lock this
  * prices lazy there costs at most the eager untiling plus its faults' excess.
  * VIDMM_LAZY_HISTORY=off keeps every lock lazy (tests of the lazy view itself).
+ *
+ * Tried and dropped: taking a strided walk for a stream in the lazy view (a fault at most 9
+ * pages after the previous chunk counted as the next page, so that its chunks double and the
+ * read-ahead follows): writing 10% of the 64 MiB spread evenly went from 1644 faults to about
+ * 245 a lock, but lock + write took 52 ms and the unlock 9-11 against 31 and 6.5-7 with a fault
+ * a page (VIDMM_LAZY_HISTORY=off, the two builds run alternately, 3 times each, this VM): a
+ * writable chunk's fill (untile, copy, move, protect, compare) costs more per byte here than
+ * the faults it saves. On a CPU where faults cost 4x (the Zen 4) it may pay; measure there.
  * ------------------------------------------------------------------------------------------- */
 #define VM_LAZY_FAULT_BYTES ((uint64_t)64 << 10)
 #define VM_LAZY_BACKOFF_MAX 16u

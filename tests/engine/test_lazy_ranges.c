@@ -588,3 +588,28 @@ Test(lazy, dense_locks_go_eager_by_history)
     t_unlock(b.dev, b.h);
     big_close(&b);
 }
+
+/* A walk that writes every 8th page (a strided walk: one element per few rows), twice, the
+ * second shifted by a page: each fault one page, the view the surface everywhere (the pages
+ * between faulting in as ever), and the unlock tiles back exactly what was written. */
+Test(lazy, strided_writes_come_back)
+{
+    require_lazy();
+    struct big b;
+    big_open(&b, 45);
+    const size_t pages = b.ln / PAGE, stride = 8;
+    for (int cycle = 0; cycle < 2; cycle++) {
+        unsigned char *p = range_lock(b.dev, b.h, 0);
+        size_t touched = 0;
+        for (size_t pg = (size_t)cycle; pg < pages / 2; pg += stride, touched++) {
+            const size_t off = pg * PAGE + (pg * 29) % PAGE;
+            p[off] = b.want[off] = (unsigned char)(p[off] + 1 + cycle);
+        }
+        const size_t res = t_resident_pages(p, b.ln);
+        cr_assert(res >= touched, "cycle %d: a strided walk over %zu pages left %zu there", cycle, touched, res);
+        cr_assert_eq(memcmp(p, b.want, b.ln), 0, "cycle %d: the view is not the surface with the writes", cycle);
+        t_unlock(b.dev, b.h);
+        cr_assert(big_tiled_is_want(&b), "cycle %d: the tiled surface is not what the CPU wrote", cycle);
+    }
+    big_close(&b);
+}
