@@ -359,6 +359,8 @@ int vidmm_device_create(const struct vidmm_device_desc *in, vidmm_device **out)
     dev->range_watch_small = rd != NULL && strcmp(rd, "watch") == 0;
     const char *lz = getenv("VIDMM_LAZY");
     dev->lazy_ranges = (desc->flags & VIDMM_DEVICE_LAZY_RANGES) && !(lz != NULL && strcmp(lz, "off") == 0);
+    const char *lh = getenv("VIDMM_LAZY_HISTORY");
+    dev->lazy_always = lh != NULL && strcmp(lh, "off") == 0;
     dev->st.size_of = sizeof dev->st;
     dev->st.segment_count = desc->segment_count;
     dev->st.paging_threads = desc->paging_threads;

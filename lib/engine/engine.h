@@ -241,6 +241,15 @@ struct vm_range {
     struct vmos_lazy *lazy;
     bool lazy_failed, lazy_armed;
     struct vm_lazy_fill *fill;  /* what the lazy view's handler untiles from (lock.c) */
+    /* Lazy or eager, chosen per lock from this range's last locks of allocation 'hist_a' (lock.c
+     * range_want_lazy()): 'hist_cost' the work of the last lock as a lazy view did it or would
+     * have, in bytes of eager untiling (UINT64_MAX: nothing known); 'hist_skip' eager locks to go
+     * before a lazy one probes again ('hist_waiting': counting them), 'hist_backoff' the last such
+     * wait; 'hist_eager' this lock went eager by history. */
+    const struct vm_alloc *hist_a;
+    uint64_t hist_cost;
+    uint32_t hist_skip, hist_backoff;
+    bool hist_waiting, hist_eager;
     struct vm_part part;        /* what this lock untiled and tiles back (narrow locks) */
 };
 
@@ -350,6 +359,7 @@ struct vidmm_device {
     bool range_watch_small;     /* narrow parts below VM_PART_SNAPSHOT_MAX too (lock.c; issue 16:
                                    VIDMM_RANGE_DIRTY=watch) */
     bool lazy_ranges;           /* VIDMM_DEVICE_LAZY_RANGES, unless VIDMM_LAZY=off */
+    bool lazy_always;           /* VIDMM_LAZY_HISTORY=off: every range lock lazy, whatever its history */
     uint8_t lock_watch;         /* plain writable locks record the pages written, so that the
                                    copy-back and the cache flush cover only those (lock.c; issue
                                    16): 0 not known yet, 1 on, 2 off (VIDMM_LOCK_DIRTY=off, read

@@ -254,12 +254,112 @@ static void range_args(const vidmm_device *dev, const struct vm_range *r, uint32
     x->range_size = r->a->g->size;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Lazy or eager, per lock. A lazy view pays a fault for every run of pages first touched (the
+ * trap, the handler's wake-up, the install) and untiles what it fills at about 1.5x the eager
+ * rate (chunks of at most 256 KiB, moves, and for writable locks a copy and a compare of each
+ * chunk); an eager view untiles the whole part at once. Nothing says before the bytes move what
+ * a lock will touch, so the choice is the last lock's: its faults and filled bytes (the lazy
+ * view's statistics), or the pages an eager lock's write-watch saw written (a lower bound on
+ * what it touched). A lock whose predicted lazy cost reaches the eager untiling goes eager; a
+ * lazy lock probes again after 2, 4, ... 16 eager ones (its reads are never seen), or at once
+ * after an eager lock that wrote little. Nothing known (the allocation's first lock through
+ * the range): lazy, whose wins are the large ones (one page: 1000x).
+ *
+ * The break-even, 64 MiB block-linear surface (4096 x 4096 x 4), lock + write N% of the pages
+ * spread evenly + unlock (build/release/bench/bench_lock_paths 5 range, 2-vCPU Intel Cascade
+ * Lake VM, loaded, 2026-11-28): 1% lazy 3.2 ms against eager 19.3 ms, 10% lazy 28.2 against
+ * 26.5 - each of the 1638 faults of the 10% row about 14 us, the eager untiling of 64 MiB
+ * 14-17 ms, so one fault costs what untiling about 64 KiB does and the lines cross near 9%;
+ * lock + read all + unlock 33.2 ms lazy against 22.3 eager (1.5x a byte); 100% written 73.4
+ * against 59.3. On the AMD Zen 4 the issue measured, a fault costs about 4x as much (10%
+ * spread: 99.5-127 ms lazy against 15.5-17.5 eager), so 64 KiB is the low side: a lock this
+ * prices lazy there costs at most the eager untiling plus its faults' excess.
+ * VIDMM_LAZY_HISTORY=off keeps every lock lazy (tests of the lazy view itself).
+ *
+ * Tried and dropped: taking a strided walk for a stream in the lazy view (a fault at most 9
+ * pages after the previous chunk counted as the next page, so that its chunks double and the
+ * read-ahead follows): writing 10% of the 64 MiB spread evenly went from 1644 faults to about
+ * 245 a lock, but lock + write took 52 ms and the unlock 9-11 against 31 and 6.5-7 with a fault
+ * a page (VIDMM_LAZY_HISTORY=off, the two builds run alternately, 3 times each, this VM): a
+ * writable chunk's fill (untile, copy, move, protect, compare) costs more per byte here than
+ * the faults it saves. On a CPU where faults cost 4x (the Zen 4) it may pay; measure there.
+ * ------------------------------------------------------------------------------------------- */
+#define VM_LAZY_FAULT_BYTES ((uint64_t)64 << 10)
+#define VM_LAZY_BACKOFF_MAX 16u
+
+/* lazy_cost(): the predicted cost, in bytes of eager untiling, of 'faults' faults filling
+ * 'filled' bytes through a lazy view. */
+static uint64_t lazy_cost(uint64_t faults, uint64_t filled)
+{
+    return faults * VM_LAZY_FAULT_BYTES + filled + filled / 2;
+}
+
+/* range_note_lazy() keeps what the lazy lock ending on range 'r' cost. */
+static void range_note_lazy(struct vm_range *r, const struct vmos_lazy_stats *st)
+{
+    r->hist_a = r->a;
+    r->hist_cost = lazy_cost(st->faults, st->filled);
+    r->hist_eager = false;
+}
+
+/* range_note_eager(): the eager lock ending on range 'r' saw 'written' pages written (its
+ * write-watch's count; a lock without one leaves no evidence). */
+static void range_note_eager(struct vm_range *r, uint64_t written)
+{
+    if (!r->hist_eager)
+        return;
+    /* Each written page at worst its own fault. */
+    const uint64_t cost = lazy_cost(written, written * VIDMM_PAGE_SIZE);
+    if (cost < r->view_len)
+        r->hist_skip = 0; /* wrote little: the next lock tries lazy (its reads are not known) */
+}
+
+/* range_want_lazy(): whether the lock opening range 'r' for a 'need' bytes view goes lazy. */
+static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t need)
+{
+    r->hist_eager = false;
+    if (!dev->lazy_ranges || r->lazy_failed || dev->lazy_always)
+        return true; /* no lazy view to choose, or no choice */
+    if (r->hist_a != r->a) { /* another allocation's history, or none */
+        r->hist_a = r->a;
+        r->hist_cost = UINT64_MAX;
+        r->hist_skip = r->hist_backoff = 0;
+        r->hist_waiting = false;
+        return true;
+    }
+    if (r->hist_cost == UINT64_MAX)
+        return true;
+    if (r->hist_cost < need) {
+        r->hist_backoff = 0; /* lazy paid: a dense lock from here waits 2 locks again */
+        return true;
+    }
+    /* The last lazy lock cost more than the eager untiling: eager, 2, 4, ... 16 locks, then a
+     * lazy one probes (its own cost replaces this one at its end). */
+    if (!r->hist_waiting) {
+        r->hist_backoff = r->hist_backoff == 0 ? 2 : r->hist_backoff * 2;
+        if (r->hist_backoff > VM_LAZY_BACKOFF_MAX)
+            r->hist_backoff = VM_LAZY_BACKOFF_MAX;
+        r->hist_skip = r->hist_backoff;
+        r->hist_waiting = true;
+    }
+    if (r->hist_skip > 0) {
+        r->hist_skip--;
+        r->hist_eager = true;
+        return false;
+    }
+    r->hist_waiting = false;
+    return true;
+}
+
 /* range_lazy_drop() ends the lock's use of a lazy view: no more fills, its pages dropped. */
 static void range_lazy_drop(struct vm_range *r)
 {
     if (!r->lazy_armed)
         return;
-    vmos_lazy_disarm(r->lazy, NULL);
+    struct vmos_lazy_stats st = { 0, 0 };
+    vmos_lazy_disarm(r->lazy, &st);
+    range_note_lazy(r, &st);
     r->lazy_armed = false;
     vm_lazy_fill_free(r->fill);
     r->fill = NULL;
@@ -269,6 +369,7 @@ static void range_release(vidmm_device *dev, uint32_t id)
 {
     struct vm_range *r = &dev->ranges[id];
     range_lazy_drop(r); /* the allocation goes, or its lock ended without an unlock */
+    r->hist_a = NULL;   /* its history with it */
     if (!r->acquired)
         return;
     if (dev->drv.release_swizzling_range) {
@@ -1118,7 +1219,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
                       uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
-    if (lazy_lock(dev, r, g, tiled, need, writable)) {
+    if (range_want_lazy(dev, r, need) && lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
     }
@@ -1765,6 +1866,12 @@ static void retile_written(const struct vm_group *g, struct vm_range *r, uint8_t
         }
         if (rc != 0)
             memset(pages, 0xFF, words * sizeof *pages); /* the kernel refused the scan: every row */
+        else if (!r->lazy_armed) {
+            uint64_t written = 0;
+            for (size_t w = 0; w < words; w++)
+                written += (uint64_t)__builtin_popcountll(pages[w]);
+            range_note_eager(r, written);
+        }
         if (r->lazy_armed && VIDMM_PAGE_SIZE % g->surface.element_bytes != 0) {
             /* A written page's rows are widened to whole elements, which may reach into the
              * next or previous page. Fault those in now, while the handler can still untile

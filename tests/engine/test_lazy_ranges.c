@@ -21,8 +21,13 @@
 #define SEG_SIZE (64 * T_MiB)
 #define PAGE 4096u
 
-static vidmm_device *lazy_dev(bool lazy)
+/* A device whose range locks are lazy or eager by each allocation's history (lock.c
+ * range_want_lazy()) when 'history'; without it (lazy_dev()) every lock is lazy, as the tests
+ * of the lazy view itself want. */
+static vidmm_device *lazy_dev_history(bool lazy, bool history)
 {
+    if (!history)
+        cr_assert_eq(setenv("VIDMM_LAZY_HISTORY", "off", 1), 0);
     struct vidmm_segment_desc seg = { 0x10000000ull, SEG_SIZE, SEG_SIZE, VIDMM_SEGMENT_CPU_VISIBLE, 0, NULL, 0 };
     struct vidmm_device_desc dd = VIDMM_DEVICE_DESC_INIT;
     dd.segments = &seg;
@@ -32,8 +37,14 @@ static vidmm_device *lazy_dev(bool lazy)
     dd.flags = lazy ? VIDMM_DEVICE_LAZY_RANGES : 0;
     vidmm_device *dev = NULL;
     int rc = vidmm_device_create(&dd, &dev);
+    unsetenv("VIDMM_LAZY_HISTORY");
     cr_assert_eq(rc, 0, "device_create: %s", vidmm_strerror(rc));
     return dev;
+}
+
+static vidmm_device *lazy_dev(bool lazy)
+{
+    return lazy_dev_history(lazy, false);
 }
 
 static unsigned char *range_lock(vidmm_device *dev, vidmm_handle h, uint32_t flags)
@@ -505,4 +516,100 @@ Test(lazy, env_off_gives_the_eager_view)
     t_unlock(dev, h);
     free(tiled);
     vidmm_device_destroy(dev);
+}
+
+/* big_write_pages() writes one byte on each of 'n' pages spread evenly over the view at 'p'
+ * (and in 'want'), a pattern from 'seed'. */
+static void big_write_pages(struct big *b, unsigned char *p, size_t n, uint32_t seed)
+{
+    const size_t pages = b->ln / PAGE;
+    for (size_t k = 0; k < n; k++) {
+        const size_t off = (k * pages / n) * PAGE + (k * 37 + seed) % PAGE;
+        p[off] = b->want[off] = (unsigned char)(k * 13 + seed);
+    }
+}
+
+/* Lazy or eager per lock, from history: a lazy lock that wrote every page makes the next locks
+ * of the allocation eager (the whole view there at once, every byte the surface's), 2 of them,
+ * then a lazy one probes; an eager lock that wrote one page lets the next one probe at once; a
+ * lazy lock that touched little keeps the next lazy. Every lock's view is the packed linear
+ * surface and every unlock leaves the surface holding what was written, both kinds. */
+Test(lazy, dense_locks_go_eager_by_history)
+{
+    require_lazy();
+    struct big b;
+    big_open(&b, 31);
+    vidmm_device_destroy(b.dev); /* big_open()'s device keeps every lock lazy: one with history */
+    b.dev = lazy_dev_history(true, true);
+    b.h = t_surf_alloc(b.dev, &b.s, b.tiled, 31);
+    const size_t pages = b.ln / PAGE;
+    /* lock: lazy or not, the number of pages to write, and the seed of what they get. */
+    static const struct {
+        bool lazy;
+        size_t write;
+        const char *why;
+    } steps[] = {
+        { true, SIZE_MAX, "first lock: nothing known, lazy" },
+        { false, SIZE_MAX, "after a lazy lock that wrote every page: eager (1 of 2)" },
+        { false, SIZE_MAX, "eager (2 of 2)" },
+        { true, SIZE_MAX, "the wait over: a lazy probe" },
+        { false, 1, "the probe wrote every page: eager again (1 of 4)" },
+        { true, 1, "the eager lock wrote one page: a lazy probe at once" },
+        { true, 0, "the probe touched one page: lazy" },
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        unsigned char *p = range_lock(b.dev, b.h, 0);
+        const size_t res = t_resident_pages(p, b.ln);
+        if (steps[i].lazy)
+            cr_assert_eq(res, 0, "step %zu (%s): the lock untiled %zu pages at once", i, steps[i].why, res);
+        else
+            cr_assert_eq(res, pages, "step %zu (%s): %zu of %zu pages there at once", i, steps[i].why, res, pages);
+        /* Every byte where the lock writes every page or is eager; two pages where a sparse
+         * lazy lock must stay sparse (reading all would be the dense lock that makes the next
+         * one eager). */
+        if (steps[i].write == SIZE_MAX || !steps[i].lazy)
+            cr_assert_eq(memcmp(p, b.want, b.ln), 0, "step %zu (%s): the view is not the linear surface", i,
+                         steps[i].why);
+        else
+            cr_assert(memcmp(p, b.want, PAGE) == 0 && memcmp(p + b.ln / 2, b.want + b.ln / 2, PAGE) == 0,
+                      "step %zu (%s): the view is not the linear surface", i, steps[i].why);
+        big_write_pages(&b, p, steps[i].write == SIZE_MAX ? pages : steps[i].write, (uint32_t)i + 1);
+        t_unlock(b.dev, b.h);
+        cr_assert(big_tiled_is_want(&b), "step %zu (%s): the tiled surface is not what the CPU wrote", i,
+                  steps[i].why);
+    }
+    /* A READ_ONLY lock after a lazy one that read everything: eager (nothing written). */
+    unsigned char *p = range_lock(b.dev, b.h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(memcmp(p, b.want, b.ln), 0, "a read of everything differs");
+    t_unlock(b.dev, b.h);
+    p = range_lock(b.dev, b.h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(t_resident_pages(p, b.ln), pages, "the lock after a full lazy read is not eager");
+    cr_assert_eq(memcmp(p, b.want, b.ln), 0, "the eager read differs");
+    t_unlock(b.dev, b.h);
+    big_close(&b);
+}
+
+/* A walk that writes every 8th page (a strided walk: one element per few rows), twice, the
+ * second shifted by a page: each fault one page, the view the surface everywhere (the pages
+ * between faulting in as ever), and the unlock tiles back exactly what was written. */
+Test(lazy, strided_writes_come_back)
+{
+    require_lazy();
+    struct big b;
+    big_open(&b, 45);
+    const size_t pages = b.ln / PAGE, stride = 8;
+    for (int cycle = 0; cycle < 2; cycle++) {
+        unsigned char *p = range_lock(b.dev, b.h, 0);
+        size_t touched = 0;
+        for (size_t pg = (size_t)cycle; pg < pages / 2; pg += stride, touched++) {
+            const size_t off = pg * PAGE + (pg * 29) % PAGE;
+            p[off] = b.want[off] = (unsigned char)(p[off] + 1 + cycle);
+        }
+        const size_t res = t_resident_pages(p, b.ln);
+        cr_assert(res >= touched, "cycle %d: a strided walk over %zu pages left %zu there", cycle, touched, res);
+        cr_assert_eq(memcmp(p, b.want, b.ln), 0, "cycle %d: the view is not the surface with the writes", cycle);
+        t_unlock(b.dev, b.h);
+        cr_assert(big_tiled_is_want(&b), "cycle %d: the tiled surface is not what the CPU wrote", cycle);
+    }
+    big_close(&b);
 }
