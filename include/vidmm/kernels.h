@@ -55,7 +55,8 @@ VIDMM_API void vidmm_kernels_reset(void);
 /* What kind of memory a destination is. The kind decides the stores, never the result. */
 enum vidmm_mem_kind {
     /* Ordinary write-back memory the CPU and the device see coherently. Temporal stores below
-     * the non-temporal threshold (the last-level cache size by default, VIDMM_NT_THRESHOLD),
+     * the non-temporal threshold (the last-level cache size, at most 32 MiB, by default;
+     * VIDMM_NT_THRESHOLD),
      * non-temporal stores at or above it. */
     VIDMM_MEM_CACHED = 0,
     /* Write-back memory a device reads without snooping the CPU caches (a non-coherent

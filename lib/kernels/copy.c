@@ -44,7 +44,19 @@ static _Atomic size_t nt_threshold_cache; /* 0 = not resolved */
  * cached for whoever reads it next, and streaming stores lose to memcpy at every size up to the
  * LLC (shared/perf-notes.md: NT loops at 35% of memcpy at 256 KiB, parity around 4 MiB). Above
  * it, the destination would be evicted anyway and streaming stores save the read-for-ownership.
- * Without a known LLC size, 8 MiB: a common LLC slice size. */
+ * Without a known LLC size, 8 MiB: a common LLC slice size.
+ *
+ * At most NT_THRESHOLD_MAX, whatever the LLC: one thread does not get a server's whole LLC. On
+ * a 16-core Intel Xeon (Sapphire Rapids, 300 MiB L3, 2 MiB L2 a core; 2026-11-28,
+ * ../shared/peers/peers isl tegra --sizes=4M,64M, one thread) the LLC as threshold left every
+ * 64 MiB copy on ordinary stores: a streaming copy of 64 MiB took 7.0 ms against memcpy's
+ * 10.5; Intel Y 64 MiB swizzles ran at 0.79-0.88x Mesa ISL and Tile4 at 0.84-0.88x, the
+ * block-linear deswizzle took 13.7 ms (tegra_swizzle 11.1). With VIDMM_NT_THRESHOLD=32 MiB
+ * they ran at 1.87-1.98x ISL, 2.0-2.3x ISL and 5.1 ms; the 4 MiB and 16 MiB rows were
+ * unchanged, while an 8 MiB threshold made the 16 MiB swizzles 1.5x slower. 32 MiB is also
+ * about the LLC of every smaller machine measured (Cascade Lake VM 33 MiB, Zen 3 / Zen 4
+ * 32 MiB a CCX), where nothing changes. */
+#define NT_THRESHOLD_MAX ((size_t)32 << 20)
 static size_t nt_threshold_slow(void);
 
 size_t vidmm_nt_threshold(void)
@@ -65,6 +77,8 @@ static size_t nt_threshold_slow(void)
         struct vidmm_cpu_info info = { .size = sizeof(info) };
         vidmm_arch_cpu_describe(&info);
         t = info.llc_bytes ? (size_t)info.llc_bytes : (size_t)8 << 20;
+        if (t > NT_THRESHOLD_MAX)
+            t = NT_THRESHOLD_MAX;
     }
     atomic_store_explicit(&nt_threshold_cache, t, memory_order_relaxed);
     return t;
