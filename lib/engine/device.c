@@ -357,6 +357,9 @@ int vidmm_device_create(const struct vidmm_device_desc *in, vidmm_device **out)
     dev->range_watch = !(rd != NULL && strcmp(rd, "snapshot") == 0);
     /* Issue 16: VIDMM_RANGE_DIRTY=watch watches small narrow parts too (lock.c; tests). */
     dev->range_watch_small = rd != NULL && strcmp(rd, "watch") == 0;
+    /* Issue 31: VIDMM_RANGE_DIRTY=off tiles back the whole part of every eager writable lock
+     * (the untracked baseline of bench_lock_paths; tests). */
+    dev->range_untracked = rd != NULL && strcmp(rd, "off") == 0;
     const char *lz = getenv("VIDMM_LAZY");
     dev->lazy_ranges = (desc->flags & VIDMM_DEVICE_LAZY_RANGES) && !(lz != NULL && strcmp(lz, "off") == 0);
     const char *lh = getenv("VIDMM_LAZY_HISTORY");

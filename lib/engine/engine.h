@@ -227,6 +227,8 @@ struct vm_range {
     uint8_t *snap;              /* what the view showed when the lock began (writable locks
                                    without a write-watch) */
     size_t view_len;
+    size_t view_defined;        /* bytes from the view's start that some untiling has written (a
+                                   Discard lock shows them as they are: lock.c range_open()) */
     /* The pages of the view the CPU wrote (os.h vmos_wtrack_*: userfaultfd's asynchronous
      * write-protect; the engine installs no signal handler). Made on the view's first writable
      * lock unless dev->range_watch is off; 'ww_failed' once the kernel refused it (then the
@@ -246,6 +248,15 @@ struct vm_range {
      * have, in bytes of eager untiling (UINT64_MAX: nothing known); 'hist_skip' eager locks to go
      * before a lazy one probes again ('hist_waiting': counting them), 'hist_backoff' the last such
      * wait; 'hist_eager' this lock went eager by history. */
+    /* Tracked or not, per eager writable lock of a whole part (lock.c range_want_track()): the
+     * write-watch's verdict on the last tracked lock of allocation 'tr_a' ('tr_dense': it wrote
+     * more than the break-even), the untracked locks to go before the next tracked one
+     * ('tr_skip') and the last such wait ('tr_backoff'); 'untracked': this lock tiles back its
+     * whole part at unlock, with neither write-watch nor snapshot. */
+    const struct vm_alloc *tr_a;
+    uint32_t tr_skip, tr_backoff;
+    uint64_t tr_limit;          /* pages written above which this tracked lock counts as dense */
+    bool tr_dense, untracked;
     const struct vm_alloc *hist_a;
     uint64_t hist_cost;
     uint32_t hist_skip, hist_backoff;
@@ -356,6 +367,8 @@ struct vidmm_device {
     uint32_t nranges;
     bool range_watch;           /* find what the CPU wrote through a range with a write-watch
                                    (VIDMM_RANGE_DIRTY=snapshot turns it off) */
+    bool range_untracked;       /* VIDMM_RANGE_DIRTY=off: no eager range lock tracked (a
+                                   baseline for the benchmarks; lock.c range_want_track()) */
     bool range_watch_small;     /* narrow parts below VM_PART_SNAPSHOT_MAX too (lock.c; issue 16:
                                    VIDMM_RANGE_DIRTY=watch) */
     bool lazy_ranges;           /* VIDMM_DEVICE_LAZY_RANGES, unless VIDMM_LAZY=off */

@@ -315,6 +315,61 @@ static void range_note_eager(struct vm_range *r, uint64_t written)
         r->hist_skip = 0; /* wrote little: the next lock tries lazy (its reads are not known) */
 }
 
+/* Tracked or untracked, per eager lock (issue 31): the write-watch of an eager view costs an
+ * arm of the whole view and a fault for every page written (os.h vmos_wtrack_measure(); 1.5-3.3
+ * us a page here, "The policy" below), while untracked the unlock tiles back the whole part,
+ * about what a copy of it costs. 64 MiB block-linear surface written whole through a whole-range
+ * lock (bench_lock_paths 5 range, 2-vCPU Cascade Lake VM, 2026-11-28): 60 ms tracked against 32
+ * untracked; one page written: 0.1 ms tracked against 17. So, as for the plain locks: a lock is
+ * tracked unless the last tracked lock of the same allocation through this range wrote more
+ * than the break-even - tracked cost fixed + N * arm + written * (fault + move) against N *
+ * move untracked - and then the next 2, 4, ... 16 locks go untracked before a tracked one
+ * probes again. The first lock of an allocation is tracked (the large win of a sparse lock is
+ * kept; a dense first lock pays the tracking once). VIDMM_RANGE_DIRTY=off: never tracked. */
+#define VM_TRACK_BACKOFF_MAX 16u
+#define VM_MOVE_COPY_NS 400u      /* defaults before the device measured its own ("The policy") */
+#define VM_MOVE_FLUSH_NS 200u
+
+static bool range_want_track(const vidmm_device *dev, struct vm_range *r, size_t npages)
+{
+    if (dev->range_untracked)
+        return false;
+    if (r->tr_a != r->a) { /* another allocation's history, or none */
+        r->tr_a = r->a;
+        r->tr_dense = false;
+        r->tr_skip = r->tr_backoff = 0;
+    }
+    if (r->tr_dense && r->tr_skip > 0) {
+        r->tr_skip--;
+        return false;
+    }
+    /* The break-even for this lock, from the costs measured on this machine. */
+    struct vmos_wtrack_costs c;
+    r->tr_limit = UINT64_MAX;
+    if (vmos_wtrack_measure(false, &c) == 0) {
+        const double move = dev->move_ns[0] ? dev->move_ns[0] : VM_MOVE_COPY_NS;
+        const double n = (double)npages;
+        const double w = (n * move - (double)c.fixed_ns - n * (double)c.arm_ns) / ((double)c.fault_ns + move);
+        r->tr_limit = w <= 0 ? 0 : (uint64_t)w;
+    }
+    return true;
+}
+
+/* range_note_track(): the tracked eager lock ending on range 'r' saw 'written' pages written. */
+static void range_note_track(struct vm_range *r, uint64_t written)
+{
+    if (written > r->tr_limit) {
+        r->tr_backoff = r->tr_backoff == 0 ? 2 : r->tr_backoff * 2;
+        if (r->tr_backoff > VM_TRACK_BACKOFF_MAX)
+            r->tr_backoff = VM_TRACK_BACKOFF_MAX;
+        r->tr_skip = r->tr_backoff;
+        r->tr_dense = true;
+    } else {
+        r->tr_dense = false;
+        r->tr_backoff = 0;
+    }
+}
+
 /* range_want_lazy(): whether the lock opening range 'r' for a 'need' bytes view goes lazy. */
 static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t need)
 {
@@ -599,8 +654,6 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
 #define VM_WATCH_MIN_WINDOW 16u   /* pages: fewer say too little about a lock */
 #define VM_FRAC_ONE 4096u         /* fractions are kept in 1/4096 */
 #define VM_FRAC_NEVER 0xFFFFu     /* a break-even no lock reaches */
-#define VM_MOVE_COPY_NS 400u      /* defaults before the device measured its own, see above */
-#define VM_MOVE_FLUSH_NS 200u
 
 enum { VM_WATCH_UNKNOWN = 0, VM_WATCH_AUTO = 1, VM_WATCH_OFF = 2, VM_WATCH_ALWAYS = 3, VM_WATCH_PROBE = 4 };
 
@@ -1214,12 +1267,20 @@ static size_t part_bytes(const struct vm_group *g, const struct vm_part *p)
 /* range_open() makes range 'r''s view show part r->part of surface 'g' (tiled at 'tiled') for
  * the lock that holds the range: the lazy view armed, or the eager view untiled - the part
  * only - with its write-watch armed or, for a writable lock without one or of a small part, a
- * snapshot of the part taken. '*view' is the view's base. Device mutex released. */
+ * snapshot of the part taken. '*view' is the view's base. Device mutex released.
+ *
+ * A Discard lock ('discard': the flag, where it applies) is not untiled at all: its content is
+ * undefined (spec 7: D3D9 Lock with Discard, D3D10+ MAP_WRITE_DISCARD), so the eager view shows
+ * what it last showed, and only the pages the CPU writes are tiled back as usual. That is the
+ * dynamic-texture pattern - a whole surface rewritten every frame - where a lazy view pays a
+ * fault per chunk for bytes nobody reads and an eager one untiles them for nothing (issue 31).
+ * A view whose bytes no untiling has written yet (new, or grown) is untiled all the same: the
+ * CPU must not read memory nothing wrote. */
 static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_group *g, uint8_t *tiled, bool writable,
-                      uint8_t **view)
+                      bool discard, uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
-    if (range_want_lazy(dev, r, need) && lazy_lock(dev, r, g, tiled, need, writable)) {
+    if (!discard && range_want_lazy(dev, r, need) && lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
     }
@@ -1245,6 +1306,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         r->view = v;
         r->snap = sn;
         r->view_len = need;
+        r->view_defined = 0;
     }
     if (r->ww != NULL && (r->ww_armed || r->ww_protected)) {
         /* Protected pages left by the last lock (or by one that never ended: its allocation
@@ -1254,11 +1316,16 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         r->ww_armed = r->ww_protected = false;
     }
     /* Eager untiling: the view shows the part as an unswizzling eviction would leave it. */
-    int err = part_copy(g, &r->part, tiled, r->view, r->view_len, true);
-    if (err)
-        return err;
+    if (!discard || r->view_defined < g->linear_size) {
+        int err = part_copy(g, &r->part, tiled, r->view, r->view_len, true);
+        if (err)
+            return err;
+        if (r->part.whole && r->view_defined < g->linear_size)
+            r->view_defined = (size_t)g->linear_size;
+    }
     const bool small = !r->part.whole && !dev->range_watch_small && part_bytes(g, &r->part) <= VM_PART_SNAPSHOT_MAX;
-    if (writable && (small || !(r->ww_armed = range_watch_arm(dev, r))))
+    r->untracked = writable && r->part.whole && !range_want_track(dev, r, need / VIDMM_PAGE_SIZE);
+    if (writable && !r->untracked && (small || !(r->ww_armed = range_watch_arm(dev, r))))
         part_snapshot(g, &r->part, r); /* to find what the CPU wrote */
     *view = r->view;
     return 0;
@@ -1311,7 +1378,7 @@ static int range_lock_convert(vidmm_device *dev, struct vm_alloc *a, struct vm_r
     a->converting = true;
     dev->converting++;
     pthread_mutex_unlock(&dev->mu);
-    int err = range_open(dev, r, g, tiled, !(f & VIDMM_LOCK_READ_ONLY), view);
+    int err = range_open(dev, r, g, tiled, !(f & VIDMM_LOCK_READ_ONLY), discard_applies(a, f), view);
     pthread_mutex_lock(&dev->mu);
     a->converting = false;
     dev->converting--;
@@ -1844,6 +1911,13 @@ static void retile_written(const struct vm_group *g, struct vm_range *r, uint8_t
     uint8_t *view = r->lazy_armed ? vmos_lazy_base(r->lazy) : r->view;
     const size_t view_len = r->lazy_armed ? vmos_lazy_len(r->lazy) : r->view_len;
     uint64_t *pages = NULL;
+    if (r->untracked && !r->lazy_armed) {
+        /* Untracked (range_want_track()): the whole part back. */
+        (void)part_copy(g, part, tiled, view, view_len, false);
+        r->untracked = false;
+        return;
+    }
+    r->untracked = false;
     if (r->ww_armed || r->lazy_armed) {
         const size_t words = (view_len / VIDMM_PAGE_SIZE + 63) / 64;
         if ((pages = malloc(words * sizeof *pages)) == NULL) {
@@ -1871,6 +1945,8 @@ static void retile_written(const struct vm_group *g, struct vm_range *r, uint8_t
             for (size_t w = 0; w < words; w++)
                 written += (uint64_t)__builtin_popcountll(pages[w]);
             range_note_eager(r, written);
+            if (part->whole)
+                range_note_track(r, written);
         }
         if (r->lazy_armed && VIDMM_PAGE_SIZE % g->surface.element_bytes != 0) {
             /* A written page's rows are widened to whole elements, which may reach into the

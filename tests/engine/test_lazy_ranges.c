@@ -531,8 +531,9 @@ static void big_write_pages(struct big *b, unsigned char *p, size_t n, uint32_t 
 
 /* Lazy or eager per lock, from history: a lazy lock that wrote every page makes the next locks
  * of the allocation eager (the whole view there at once, every byte the surface's), 2 of them,
- * then a lazy one probes; an eager lock that wrote one page lets the next one probe at once; a
- * lazy lock that touched little keeps the next lazy. Every lock's view is the packed linear
+ * then a lazy one probes; an eager lock whose write-watch saw one page written lets the next one
+ * probe at once (an untracked eager lock - the eager locks before it were dense - tells nothing);
+ * a lazy lock that touched little keeps the next lazy. Every lock's view is the packed linear
  * surface and every unlock leaves the surface holding what was written, both kinds. */
 Test(lazy, dense_locks_go_eager_by_history)
 {
@@ -553,8 +554,10 @@ Test(lazy, dense_locks_go_eager_by_history)
         { false, SIZE_MAX, "after a lazy lock that wrote every page: eager (1 of 2)" },
         { false, SIZE_MAX, "eager (2 of 2)" },
         { true, SIZE_MAX, "the wait over: a lazy probe" },
-        { false, 1, "the probe wrote every page: eager again (1 of 4)" },
-        { true, 1, "the eager lock wrote one page: a lazy probe at once" },
+        { false, 1, "the probe wrote every page: eager again (1 of 4), untracked (the eager locks were dense: "
+                    "range_want_track(), 2 of 2)" },
+        { false, 1, "eager (2 of 4), its write-watch back on: it sees one page written" },
+        { true, 1, "the tracked eager lock wrote one page: a lazy probe at once" },
         { true, 0, "the probe touched one page: lazy" },
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
@@ -612,4 +615,306 @@ Test(lazy, strided_writes_come_back)
         cr_assert(big_tiled_is_want(&b), "cycle %d: the tiled surface is not what the CPU wrote", cycle);
     }
     big_close(&b);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Discard locks through a range (lock.c range_open()): the content is undefined (spec 7), so the
+ * view is not untiled - it shows what it showed last - and the pages the CPU writes are tiled
+ * back as ever; a view nothing has untiled into yet is untiled all the same. On the eager device
+ * and on the lazy one (where a Discard lock takes the eager view: no fault for bytes nobody
+ * reads). Both run everywhere: the lazy device falls back to the eager view where the kernel
+ * refuses lazy ones.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One surface on a device: its tiled bytes and their linear form. */
+struct disc {
+    vidmm_device *dev;
+    struct t_surf s;
+    vidmm_handle h;
+    size_t tn, ln;
+    unsigned char *tiled, *lin, *buf;
+};
+
+static void disc_open(struct disc *d, bool lazy, uint32_t seed)
+{
+    memset(d, 0, sizeof *d);
+    d->dev = lazy_dev_history(lazy, true);
+    t_surf_init(&d->s, VIDMM_TILING_BLOCK_LINEAR, 512, 256, 1, 4, 1, 1);
+    t_surf_sizes(&d->s);
+    d->tn = (size_t)d->s.tiled;
+    d->ln = (size_t)d->s.linear;
+    d->tiled = malloc(d->tn);
+    d->lin = malloc(d->ln);
+    d->buf = malloc(d->tn > d->ln ? d->tn : d->ln);
+    cr_assert(d->tiled && d->lin && d->buf);
+    d->h = t_surf_alloc(d->dev, &d->s, d->tiled, seed);
+    cr_assert_eq(vidmm_deswizzle_surface(&d->s.layout, &d->s.desc, d->tiled, d->tn, d->lin, d->ln), 0);
+}
+
+static void disc_close(struct disc *d)
+{
+    free(d->tiled);
+    free(d->lin);
+    free(d->buf);
+    vidmm_device_destroy(d->dev);
+}
+
+/* A Discard lock through the range: the pointer, and in '*h' the instance it locked. */
+static unsigned char *disc_lock(struct disc *d, vidmm_handle *h)
+{
+    struct vidmm_lock_args a = t_largs(d->h, VIDMM_LOCK_ACQUIRE_APERTURE | VIDMM_LOCK_DISCARD);
+    int rc = vidmm_lock(d->dev, &a);
+    cr_assert_eq(rc, 0, "Discard range lock: %s", vidmm_strerror(rc));
+    *h = a.allocation;
+    return a.data;
+}
+
+/* The linear form of instance 'h''s tiled bytes, into d->buf. */
+static void disc_linear_of(struct disc *d, vidmm_handle h)
+{
+    unsigned char *t = malloc(d->tn);
+    cr_assert_not_null(t);
+    t_read(d->dev, h, 0, t, d->tn);
+    cr_assert_eq(vidmm_deswizzle_surface(&d->s.layout, &d->s.desc, t, d->tn, d->buf, d->ln), 0);
+    free(t);
+}
+
+static void discard_not_untiled(bool lazy)
+{
+    struct disc d;
+    disc_open(&d, lazy, 61);
+    /* A first Discard lock: its view is new, so it is untiled (discard_first_lock() checks it
+     * too); nothing written. (A plain first lock would not do on the lazy device: it takes
+     * the lazy view and leaves the eager one unwritten.) */
+    vidmm_handle hi;
+    unsigned char *p = disc_lock(&d, &hi);
+    cr_assert_eq(memcmp(p, d.lin, d.ln), 0, "the first lock's view is not the surface");
+    t_unlock(d.dev, d.h);
+    /* The GPU rewrites the surface; a Discard lock does not untile it: the view shows the old
+     * bytes - the bytes a plain lock would have shown are not there. */
+    unsigned char *old = malloc(d.ln);
+    cr_assert_not_null(old);
+    memcpy(old, d.lin, d.ln);
+    t_bytes(d.tiled, d.tn, 62);
+    t_write(d.dev, d.h, 0, d.tiled, d.tn);
+    cr_assert_eq(vidmm_deswizzle_surface(&d.s.layout, &d.s.desc, d.tiled, d.tn, d.lin, d.ln), 0);
+    p = disc_lock(&d, &hi);
+    cr_assert_eq(hi, d.h, "an idle allocation's Discard lock renamed it");
+    cr_assert_eq(t_resident_pages(p, d.ln), (d.ln + PAGE - 1) / PAGE, "a Discard lock's view is not all there");
+    cr_assert_eq(memcmp(p, old, d.ln), 0, "a Discard lock untiled the surface (its content is undefined)");
+    cr_assert_neq(memcmp(p, d.lin, d.ln), 0, "the test's two contents are the same");
+    /* The whole view written (the dynamic-texture pattern): all of it comes back. */
+    for (size_t i = 0; i < d.ln; i++)
+        p[i] = (unsigned char)(i * 7 + 3);
+    t_unlock(d.dev, d.h);
+    disc_linear_of(&d, d.h);
+    for (size_t i = 0; i < d.ln; i++)
+        cr_assert_eq(d.buf[i], (unsigned char)(i * 7 + 3), "byte %zu written through a Discard lock did not come back",
+                     i);
+    /* One page written: that page comes back (the rest is undefined, and not checked). */
+    p = disc_lock(&d, &hi);
+    const size_t pg = (d.ln / PAGE) / 2;
+    memset(p + pg * PAGE, 0x5a, PAGE);
+    t_unlock(d.dev, d.h);
+    disc_linear_of(&d, d.h);
+    for (size_t i = 0; i < PAGE; i++)
+        cr_assert_eq(d.buf[pg * PAGE + i], 0x5a, "byte %zu of the page written did not come back", i);
+    /* A plain lock afterwards untiles again: the view is the surface. */
+    p = range_lock(d.dev, d.h, VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(memcmp(p, d.buf, d.ln), 0, "a plain lock after Discard ones is not the surface");
+    t_unlock(d.dev, d.h);
+    free(old);
+    disc_close(&d);
+}
+
+Test(lazy, discard_lock_not_untiled_eager)
+{
+    discard_not_untiled(false);
+}
+
+Test(lazy, discard_lock_not_untiled_lazy_device)
+{
+    discard_not_untiled(true);
+}
+
+/* The first lock ever of a range is a Discard one: its view has never been untiled into, so it
+ * is untiled (nothing shows memory no one wrote; valgrind's memcheck runs this too). */
+static void discard_first_lock(bool lazy)
+{
+    struct disc d;
+    disc_open(&d, lazy, 63);
+    vidmm_handle hi;
+    unsigned char *p = disc_lock(&d, &hi);
+    cr_assert_eq(memcmp(p, d.lin, d.ln), 0, "a first Discard lock's new view is not untiled");
+    p[5] = (unsigned char)(p[5] + 1);
+    d.lin[5] = p[5];
+    t_unlock(d.dev, d.h);
+    disc_linear_of(&d, hi);
+    cr_assert_eq(memcmp(d.buf, d.lin, d.ln), 0, "the surface after a first Discard lock is not the view");
+    disc_close(&d);
+}
+
+Test(lazy, discard_first_lock_untiles_eager)
+{
+    discard_first_lock(false);
+}
+
+Test(lazy, discard_first_lock_untiles_lazy_device)
+{
+    discard_first_lock(true);
+}
+
+/* A range's view grows for a larger surface after a Discard lock defined it for a smaller one:
+ * the grown view has never been untiled into, so the larger surface's first Discard lock
+ * untiles (issue 25's lesson: give the states of a growing view their own test). */
+Test(lazy, discard_after_the_view_grew_untiles)
+{
+    struct disc d;
+    disc_open(&d, false, 64);
+    vidmm_handle hi;
+    unsigned char *p = disc_lock(&d, &hi);
+    cr_assert_eq(memcmp(p, d.lin, d.ln), 0, "the small surface's first Discard lock");
+    t_unlock(d.dev, d.h);
+    /* The device has two ranges: a second small surface takes the other one, so the large one
+     * below takes the first again (the least recently used) and grows its view. */
+    unsigned char *t2 = malloc(d.tn);
+    cr_assert_not_null(t2);
+    vidmm_handle h1 = t_surf_alloc(d.dev, &d.s, t2, 66);
+    struct vidmm_lock_args a1 = t_largs(h1, VIDMM_LOCK_ACQUIRE_APERTURE | VIDMM_LOCK_DISCARD);
+    cr_assert_eq(vidmm_lock(d.dev, &a1), 0);
+    t_unlock(d.dev, h1);
+    free(t2);
+    struct vidmm_stats st0 = { .size_of = sizeof st0 }, st1 = { .size_of = sizeof st1 };
+    cr_assert_eq(vidmm_get_stats(d.dev, &st0), 0);
+    struct t_surf big;
+    t_surf_init(&big, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+    t_surf_sizes(&big);
+    const size_t tn = (size_t)big.tiled, ln = (size_t)big.linear;
+    cr_assert_gt(ln, d.ln);
+    unsigned char *tiled = malloc(tn), *lin = malloc(ln);
+    cr_assert(tiled && lin);
+    vidmm_handle h2 = t_surf_alloc(d.dev, &big, tiled, 65);
+    cr_assert_eq(vidmm_deswizzle_surface(&big.layout, &big.desc, tiled, tn, lin, ln), 0);
+    struct vidmm_lock_args a = t_largs(h2, VIDMM_LOCK_ACQUIRE_APERTURE | VIDMM_LOCK_DISCARD);
+    cr_assert_eq(vidmm_lock(d.dev, &a), 0);
+    cr_assert_eq(vidmm_get_stats(d.dev, &st1), 0);
+    cr_assert_gt(st1.ranges_acquired, st0.ranges_acquired, "the large surface did not take a range");
+    cr_assert_eq(memcmp(a.data, lin, ln), 0, "the grown view of a first Discard lock is not untiled");
+    t_unlock(d.dev, h2);
+    free(tiled);
+    free(lin);
+    disc_close(&d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tracked or untracked eager range locks (lock.c range_want_track(), issue 31). Seen from
+ * outside through what the unlock tiles back: while the lock is held the GPU rewrites the whole
+ * surface (vidmm_gpu_access() may: only a conversion holds it off); a tracked lock then tiles
+ * back the pages the CPU wrote and leaves the GPU's bytes elsewhere, an untracked one tiles the
+ * whole view back over them. The surface's rows are one page each (1024 x 4 bytes), so row 0,
+ * which the CPU never writes, tells which it was.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Skips unless the eager view's write-watch (userfaultfd WP_ASYNC on anonymous memory) runs. */
+static void require_anon_watch(void)
+{
+    void *m = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    struct vidmm_writewatch_desc d = VIDMM_WRITEWATCH_DESC_INIT;
+    d.base = m;
+    d.size = 16 * PAGE;
+    d.backend = VIDMM_WRITEWATCH_UFFD;
+    vidmm_writewatch *ww = NULL;
+    int rc = vidmm_writewatch_create(&d, &ww);
+    if (rc == 0)
+        vidmm_writewatch_destroy(ww);
+    munmap(m, 16 * PAGE);
+    if (rc != 0)
+        cr_skip_test("no userfaultfd write-watch for anonymous memory here (%s): the eager views find what was "
+                     "written with a snapshot, which has no tracked/untracked choice", vidmm_strerror(rc));
+}
+
+/* One writable whole lock: rows [1, rows) written ('dense') or row 1 alone; the GPU rewrites the
+ * surface meanwhile; true when the unlock left the GPU's row 0 (tracked), false when it tiled
+ * the view's back (untracked). The rows written must come back either way. */
+static bool track_round(struct disc *d, bool dense, uint32_t k)
+{
+    const size_t row = 1024 * 4, rows = d->ln / row;
+    unsigned char *p = range_lock(d->dev, d->h, 0);
+    unsigned char *shown = malloc(row);
+    cr_assert_not_null(shown);
+    memcpy(shown, p, row);
+    for (size_t y = 1; y < (dense ? rows : 2); y++)
+        memset(p + y * row, (int)(k * 13 + y), row);
+    t_bytes(d->tiled, d->tn, 1000 + k);
+    t_write(d->dev, d->h, 0, d->tiled, d->tn);
+    unsigned char *gpu = malloc(d->ln);
+    cr_assert_not_null(gpu);
+    cr_assert_eq(vidmm_deswizzle_surface(&d->s.layout, &d->s.desc, d->tiled, d->tn, gpu, d->ln), 0);
+    t_unlock(d->dev, d->h);
+    disc_linear_of(d, d->h);
+    for (size_t y = 1; y < (dense ? rows : 2); y++)
+        for (size_t i = 0; i < row; i++)
+            cr_assert_eq(d->buf[y * row + i], (unsigned char)(k * 13 + y), "lock %u: row %zu written did not come back",
+                         k, y);
+    const bool tracked = memcmp(d->buf, gpu, row) == 0;
+    cr_assert(tracked || memcmp(d->buf, shown, row) == 0, "lock %u: row 0 is neither the GPU's nor the view's", k);
+    free(shown);
+    free(gpu);
+    return tracked;
+}
+
+Test(lazy, dense_eager_locks_go_untracked_with_backoff)
+{
+    require_anon_watch();
+    struct disc d;
+    memset(&d, 0, sizeof d);
+    d.dev = lazy_dev_history(false, true);
+    t_surf_init(&d.s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+    t_surf_sizes(&d.s);
+    d.tn = (size_t)d.s.tiled;
+    d.ln = (size_t)d.s.linear;
+    d.tiled = malloc(d.tn);
+    d.lin = malloc(d.ln);
+    d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
+    cr_assert(d.tiled && d.lin && d.buf);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 70);
+    /* Dense locks: the first tracked (nothing known), then 2 untracked, a tracked probe, 4
+     * untracked, a probe, 8 untracked... */
+    static const bool want[] = { true, false, false, true, false, false, false, false, true, false };
+    for (uint32_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        cr_assert_eq(track_round(&d, true, k), want[k], "dense lock %u: %s, expected %s", k,
+                     want[k] ? "untracked" : "tracked", want[k] ? "tracked" : "untracked");
+    /* Still 7 untracked ones to go; then the probe finds the locks sparse, and every lock
+     * after is tracked. */
+    uint32_t k = 10, untracked = 0;
+    while (!track_round(&d, false, k++))
+        cr_assert_lt(++untracked, 20u, "sparse locks stay untracked");
+    cr_assert_eq(untracked, 7u, "the back-off was not 8 locks");
+    for (int i = 0; i < 4; i++)
+        cr_assert(track_round(&d, false, k++), "a sparse lock after a sparse probe went untracked");
+    disc_close(&d);
+}
+
+/* VIDMM_RANGE_DIRTY=off: every eager writable lock untracked, sparse ones too. */
+Test(lazy, range_dirty_off_never_tracks)
+{
+    require_anon_watch();
+    cr_assert_eq(setenv("VIDMM_RANGE_DIRTY", "off", 1), 0);
+    struct disc d;
+    memset(&d, 0, sizeof d);
+    d.dev = lazy_dev_history(false, true);
+    unsetenv("VIDMM_RANGE_DIRTY");
+    t_surf_init(&d.s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+    t_surf_sizes(&d.s);
+    d.tn = (size_t)d.s.tiled;
+    d.ln = (size_t)d.s.linear;
+    d.tiled = malloc(d.tn);
+    d.lin = malloc(d.ln);
+    d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
+    cr_assert(d.tiled && d.lin && d.buf);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 71);
+    for (uint32_t k = 0; k < 3; k++)
+        cr_assert(!track_round(&d, false, k), "lock %u tracked with VIDMM_RANGE_DIRTY=off", k);
+    disc_close(&d);
 }

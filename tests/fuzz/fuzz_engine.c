@@ -2313,7 +2313,7 @@ struct sr {
  * grew in all: the random driver reports them (fuzz_engine_random.c). A growth is counted when
  * a lock takes a range - the device's ranges_acquired count moves - for a surface larger than
  * every one a range showed before on this device: a lower bound with two ranges. */
-unsigned long fuzz_engine_sr_inputs, fuzz_engine_sr_grown_inputs, fuzz_engine_sr_grows;
+unsigned long fuzz_engine_sr_inputs, fuzz_engine_sr_grown_inputs, fuzz_engine_sr_grows, fuzz_engine_sr_discards;
 
 static void sr_surface(struct sr_slot *sl, uint8_t k)
 {
@@ -2413,6 +2413,14 @@ static void sr_write_row(struct fz *f, struct sr_slot *sl, size_t off, size_t le
     memcpy(v, sl->model + at, n);
 }
 
+/* Every byte of the row rewritten (after a Discard lock: the model knows the view again). */
+static void sr_fill_row(struct fz *f, struct sr_slot *sl, size_t off, size_t len, uint8_t arg)
+{
+    (void)arg;
+    scribble(f, sl->model + off, len);
+    memcpy(sl->data + (off - sl->part_off), sl->model + off, len);
+}
+
 static struct sr_slot *sr_pick(struct sr *s, uint8_t a)
 {
     return &s->s[a % SR_SLOTS];
@@ -2470,6 +2478,12 @@ static void sr_lock(struct fz *f, struct sr *s, uint8_t a, uint8_t b, uint8_t c)
     la.flags = VIDMM_LOCK_ACQUIRE_APERTURE | ((b & 3) == 0 ? VIDMM_LOCK_READ_ONLY : 0);
     struct vidmm_lock_region r = VIDMM_LOCK_REGION_INIT;
     sl->narrow = (b & 0x0C) == 0;
+    /* A whole writable lock is a Discard one now and then (c is free for whole locks): its view
+     * shows undefined bytes (lock.c range_open() does not untile it), so the model rewrites all
+     * of it below rather than checking it - the dynamic-texture pattern. */
+    const bool discard = !sl->narrow && (b & 3) != 0 && (c & 1);
+    if (discard)
+        la.flags |= VIDMM_LOCK_DISCARD;
     if (sl->narrow) {
         r.mip = (uint32_t)(c % sl->desc.mip_levels);
         r.layer = (uint32_t)((c >> 2) % sl->desc.array_layers);
@@ -2507,6 +2521,13 @@ static void sr_lock(struct fz *f, struct sr *s, uint8_t a, uint8_t b, uint8_t c)
     sl->data = la.data;
     sl->part_off = sl->narrow ? r.offset : 0;
     sl->reg = r;
+    if (discard) {
+        /* Idle and never submitted: the current instance is renamed to itself (spec 7). */
+        CHECK(la.allocation == sl->h, "a Discard lock of idle %u returned instance %u", sl->h, la.allocation);
+        fuzz_engine_sr_discards++;
+        sr_rows(f, sl, sr_fill_row, 0);
+        return;
+    }
     sr_rows(f, sl, sr_check_row, 0);
 }
 
