@@ -167,12 +167,12 @@ void b_copy_body(vbench_state *st, const void *arg);
 void b_fill_body(vbench_state *st, const void *arg);
 void b_flush_body(vbench_state *st, const void *arg);
 void b_swizzle_body(vbench_state *st, const void *arg);   /* bench_swizzle.c */
-/* b_swz_paired_ratio() (bench_swizzle.c): the median over the paired rounds of swizzle case
- * 'name' of memcpy's time over the case's, or NAN with '*why'; '*rounds' says how many. */
-double b_swz_paired_ratio(const char *name, int *rounds, const char **why);
-/* b_swz_plan_gain() (bench_swizzle.c): for a plan case, the median over its paired rounds of the
- * one-shot call's time over the plan's (the same box, layout and surface), or NAN with '*why'. */
-double b_swz_plan_gain(const char *name, int *rounds, const char **why);
+/* b_swz_ref_ratio() (bench_swizzle.c, swz_rounds()): the median over the rounds of swizzle case
+ * 'name' of reference 'ref''s time over the case's - "ordinary" (the library's ordinary-store
+ * copy of the same bytes) or "streaming" (its streaming copy) for a whole surface, "rows" (the
+ * box's rows to or from a pitch-linear surface of the same pitch) for a box - or NAN with
+ * '*why'; '*rounds' says how many. */
+double b_swz_ref_ratio(const char *name, const char *ref, int *rounds, const char **why);
 
 /* b_clflush_quick_skip() returns the skip reason of a CLFLUSH case of 'bytes' outside --full
  * mode (see B_QUICK_CLFLUSH_MAX), or NULL. */

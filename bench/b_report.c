@@ -93,9 +93,9 @@ enum b_tkind {
     B_T_EXT_MS,     /* ms the outside tool named 'name' takes to move 'bytes', no goal */
     B_T_MS_MEDIAN,  /* ms per call of case's median repetition <= goal */
     B_T_PAIRED,     /* median over paired rounds of case's GB/s / ref1's ("fio" or "threads"), each
-                       measured back to back in one round (bench_io.c, io_pairs()), or ("memcpy")
-                       of memcpy's time / case's (bench_swizzle.c, swz_pairs()), or ("oneshot")
-                       of the one-shot call's time / a plan case's >= goal */
+                       measured back to back in one round (bench_io.c, io_pairs()), or
+                       ("ordinary", "streaming", "rows") of that reference's time / the case's
+                       (bench_swizzle.c, swz_rounds()) >= goal */
     B_T_PAIRED_TIME /* median over paired rounds of case's time / the time fio takes to move the
                        case's bytes in the same round (bench_io.c, sw_rounds()) <= goal */
 };
@@ -112,7 +112,7 @@ struct b_target {
     const char *section;   /* printed above the first target of a section; NULL: none */
 };
 
-#define B_MAX_TARGETS 192
+#define B_MAX_TARGETS 224
 static struct b_target targets[B_MAX_TARGETS];
 static int ntargets = -1;
 
@@ -127,74 +127,83 @@ static struct b_target *target_add(enum b_tkind kind, double goal)
     return t;
 }
 
-/* Issue 3: tiling and untiling at the AUTO backend with 4-byte elements (bench_swizzle.c):
- * whole surfaces of the main families (issue 14 names Intel X among them, with its own 4 MiB
- * goal of 0.9x) >= 0.9x memcpy at 4 MiB and >= 0.8x at 64 MiB; the
- * generic equation path (the D3D 64 KB 32 bpp table as an EQUATION) >= 0.5x at 4 MiB; a
- * 64x64-element box of the 64 MiB surface >= 0.5x the memcpy of the box's bytes. Each the
- * median of paired rounds (bench_swizzle.c, swz_pairs()); the memcpy case of the same size,
- * timed apart, stays the case table's "x libc" and is selected with the target (ref2). */
+/* Issue 3's tiling targets, measured against fair references since issue 26: the AUTO backend
+ * with 4-byte elements (bench_swizzle.c, swz_rounds()), each a median of rounds that time the
+ * case and its references in turn, each side after itself.
+ *   - whole surfaces of the main families (issue 14 names Intel X among them): >= 0.9x the
+ *     library's ordinary-store copy of the same bytes at 4 MiB and >= 0.85x at 64 MiB, and
+ *     >= 0.7x its streaming copy at 64 MiB (the machine's memory speed; shown without a goal at
+ *     4 MiB, where it is not the limit);
+ *   - the generic equation path (the D3D 64 KB 32 bpp table as an EQUATION) >= 0.5x the
+ *     ordinary-store copy at 4 MiB;
+ *   - a 64x64-element box of the 64 MiB surface >= 0.9x the same box's rows copied to or from a
+ *     pitch-linear surface of the same pitch;
+ *   - whole 256 KiB surfaces (L2-sized), against the ordinary-store copy, no goal.
+ * The memcpy case of the same size, timed apart, stays the case table's "x libc" (ref2). The
+ * one-shot / plan row (>= 1.5x) is retired: the one-shot call runs a cached plan itself. */
 static void swizzle_targets(void)
 {
     static const char *fams[] = { "bl", "intel_x", "intel_y", "intel_4", "d3d64k", "morton" };
     static const char *dirs[] = { "swizzle", "deswizzle" };
-    static const struct { size_t bytes; double goal; } whole[] = { { 4 * B_MiB, 0.9 }, { 64 * B_MiB, 0.8 } };
+    static const struct {
+        size_t bytes;
+        const char *ref;
+        const char *what;
+        double goal;
+        bool info;
+    } whole[] = {
+        { 4 * B_MiB, "ordinary", "ordinary copy", 0.9, false },
+        { 4 * B_MiB, "streaming", "streaming copy", 0.7, true },
+        { 64 * B_MiB, "ordinary", "ordinary copy", 0.85, false },
+        { 64 * B_MiB, "streaming", "streaming copy", 0.7, false },
+    };
     const size_t box = 64 * 64 * 4;
-    static const char *section = "issue 3: tiling (bench/bench_swizzle.c), each a median of paired rounds with memcpy";
+    static const char *section = "issue 3/26: tiling (bench/bench_swizzle.c), medians of rounds against the "
+                                 "same work (each side timed after itself)";
     char sz[32];
     struct b_target *t;
 
     for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
         for (size_t d = 0; d < 2; d++)
-            for (size_t w = 0; w < 2; w++) {
+            for (size_t w = 0; w < sizeof(whole) / sizeof(whole[0]); w++) {
                 if ((t = target_add(B_T_PAIRED, whole[w].goal)) == NULL)
                     return;
                 if (f == 0 && d == 0 && w == 0)
                     t->section = section;
-                snprintf(t->label, sizeof(t->label), "%s %s e4 %s / memcpy", dirs[d], fams[f],
-                         size_label(whole[w].bytes, sz, sizeof(sz)));
+                t->info = whole[w].info;
+                snprintf(t->label, sizeof(t->label), "%s %s e4 %s / %s", dirs[d], fams[f],
+                         size_label(whole[w].bytes, sz, sizeof(sz)), whole[w].what);
                 snprintf(t->name, sizeof(t->name), "%s/%s_e4/auto/%zu", dirs[d], fams[f], whole[w].bytes);
-                snprintf(t->ref1, sizeof(t->ref1), "memcpy");
+                snprintf(t->ref1, sizeof(t->ref1), "%s", whole[w].ref);
                 b_ref_name(t->ref2, sizeof(t->ref2), B_REF_MEMCPY, whole[w].bytes);
             }
     for (size_t d = 0; d < 2; d++) {
         if ((t = target_add(B_T_PAIRED, 0.5)) == NULL)
             return;
-        snprintf(t->label, sizeof(t->label), "%s equation (d3d64k) e4 4 MiB / memcpy", dirs[d]);
+        snprintf(t->label, sizeof(t->label), "%s equation (d3d64k) e4 4 MiB / ordinary copy", dirs[d]);
         snprintf(t->name, sizeof(t->name), "%s/eq_e4/auto/%zu", dirs[d], 4 * B_MiB);
-        snprintf(t->ref1, sizeof(t->ref1), "memcpy");
+        snprintf(t->ref1, sizeof(t->ref1), "ordinary");
         b_ref_name(t->ref2, sizeof(t->ref2), B_REF_MEMCPY, 4 * B_MiB);
     }
     for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
         for (size_t d = 0; d < 2; d++) {
-            if ((t = target_add(B_T_PAIRED, 0.5)) == NULL)
+            if ((t = target_add(B_T_PAIRED, 0.9)) == NULL)
                 return;
-            snprintf(t->label, sizeof(t->label), "%s %s e4 64x64 box / memcpy", dirs[d], fams[f]);
+            snprintf(t->label, sizeof(t->label), "%s %s e4 64x64 box / pitch-linear rows", dirs[d], fams[f]);
             snprintf(t->name, sizeof(t->name), "%s/%s_e4_box64/auto/%zu", dirs[d], fams[f], box);
-            snprintf(t->ref1, sizeof(t->ref1), "memcpy");
+            snprintf(t->ref1, sizeof(t->ref1), "rows");
             b_ref_name(t->ref2, sizeof(t->ref2), B_REF_MEMCPY, box);
-        }
-    /* Issue 14: a box through a plan made once, against the one-shot call of the same box timed
-     * in the same rounds (>= 1.5x), and whole 256 KiB surfaces (L2-sized; no goal). */
-    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
-        for (size_t d = 0; d < 2; d++) {
-            if ((t = target_add(B_T_PAIRED, 1.5)) == NULL)
-                return;
-            if (f == 0 && d == 0)
-                t->section = "issue 14: swizzle plans and L2-sized surfaces (bench/bench_swizzle.c)";
-            snprintf(t->label, sizeof(t->label), "%s %s e4 64x64 box, one-shot / plan", dirs[d], fams[f]);
-            snprintf(t->name, sizeof(t->name), "%s/%s_e4_box64_plan/auto/%zu", dirs[d], fams[f], box);
-            snprintf(t->ref1, sizeof(t->ref1), "oneshot");
-            snprintf(t->ref2, sizeof(t->ref2), "%s/%s_e4_box64/auto/%zu", dirs[d], fams[f], box);
         }
     for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
         for (size_t d = 0; d < 2; d++) {
             if ((t = target_add(B_T_PAIRED, 0.9)) == NULL)
                 return;
             t->info = true;
-            snprintf(t->label, sizeof(t->label), "%s %s e4 256 KiB / memcpy", dirs[d], fams[f]);
+            if (f == 0 && d == 0)
+                t->section = "L2-sized surfaces (bench/bench_swizzle.c), no goal";
+            snprintf(t->label, sizeof(t->label), "%s %s e4 256 KiB / ordinary copy", dirs[d], fams[f]);
             snprintf(t->name, sizeof(t->name), "%s/%s_e4/auto/%zu", dirs[d], fams[f], 256 * B_KiB);
-            snprintf(t->ref1, sizeof(t->ref1), "memcpy");
+            snprintf(t->ref1, sizeof(t->ref1), "ordinary");
             b_ref_name(t->ref2, sizeof(t->ref2), B_REF_MEMCPY, 256 * B_KiB);
         }
 }
@@ -437,10 +446,8 @@ static double target_value(const struct b_target *t, const char **why)
         return (double)t->bytes / (b_io_ref_gbps(t->name, why) * 1e9) * 1e3;
     if (t->kind == B_T_PAIRED || t->kind == B_T_PAIRED_TIME) {
         int rounds;
-        if (strcmp(t->ref1, "memcpy") == 0)
-            return b_swz_paired_ratio(t->name, &rounds, why);
-        if (strcmp(t->ref1, "oneshot") == 0)
-            return b_swz_plan_gain(t->name, &rounds, why);
+        if (strcmp(t->ref1, "ordinary") == 0 || strcmp(t->ref1, "streaming") == 0 || strcmp(t->ref1, "rows") == 0)
+            return b_swz_ref_ratio(t->name, t->ref1, &rounds, why);
         return b_io_paired_ratio(t->name, t->ref1, &rounds, why);
     }
     struct b_fig fa = fig(a);

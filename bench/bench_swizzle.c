@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/bench_swizzle.c - tiling (swizzle: linear -> tiled) and untiling (deswizzle: tiled ->
- * linear) per layout family, element size and backend: whole surfaces of 4 MiB and 64 MiB, and
- * a 64x64-element box inside the 64 MiB surface, each next to the C library's memcpy of the
- * same bytes in the same run.
+ * linear) per layout family, element size and backend: whole surfaces of 256 KiB, 4 MiB and
+ * 64 MiB, and a 64x64-element box inside the 64 MiB surface. The AUTO cases are timed in the same
+ * rounds as references doing the same work (swz_rounds()): a whole surface against the
+ * library's ordinary-store copy and its streaming copy of the same bytes, a box against its
+ * rows copied to or from a pitch-linear surface of the same pitch.
  *
  * Names: swizzle/<family>_e<E>/<backend>/<bytes> and deswizzle/..., with _box64 after the
  * element size for the box; <bytes> is what one call moves (the box's bytes for the box).
@@ -38,11 +40,17 @@
 /* Bytes after the box in the linear destination that a box deswizzle must leave alone. */
 #define SWZ_GUARD 4096u
 #define SWZ_GUARD_BYTE 0xa5
-/* Paired rounds (swz_pairs()): how many, and the least time one side of a round lasts. */
+/* Rounds against the references (swz_rounds()): how many, and the least time one side lasts. */
 #define SWZ_ROUNDS_QUICK 15
 #define SWZ_ROUNDS_FULL 31
 #define SWZ_MAX_ROUNDS SWZ_ROUNDS_FULL
 #define SWZ_ROUND_MIN_S 250e-6
+
+/* The references a case's rounds time beside it (swz_rounds()): a whole surface against the
+ * ordinary-store copy and the streaming copy of the same bytes, a box against the same box's
+ * rows copied to or from a pitch-linear surface of the surface's pitch. */
+enum swz_ref { SWZ_REF_ORDINARY, SWZ_REF_STREAMING, SWZ_REF_ROWS, SWZ_NREFS };
+static const char *const swz_ref_names[SWZ_NREFS] = { "ordinary", "streaming", "rows" };
 
 struct swz_family {
     const char *name;
@@ -105,10 +113,9 @@ struct swz_case {
     uint64_t tiled_bytes;              /* vidmm_surface_tiled_size(), the larger of the layout's
                                           and the partner's */
     int size_err;                      /* what vidmm_surface_tiled_size() returned */
-    int nrounds;                       /* paired rounds run (swz_pairs()), 0 before */
-    double round_ratio[SWZ_MAX_ROUNDS]; /* each round's memcpy time / the case's time */
+    int nrounds;                       /* rounds run (swz_rounds()), 0 before */
+    double ratio[SWZ_NREFS][SWZ_MAX_ROUNDS]; /* each round's reference time / the case's time */
     vidmm_swizzle_plan *plan;          /* a plan case's plan, made at its first call */
-    double plan_gain[SWZ_MAX_ROUNDS];  /* a plan case: each round's one-shot time / the plan's */
 };
 
 static const char *backend_label(enum vidmm_backend b)
@@ -166,12 +173,6 @@ static int swz_call(const struct b_case *c, const struct swz_case *zc, enum b_ca
 static int swz_once(const struct b_case *c, const struct swz_case *z)
 {
     return swz_call(c, z, c->call);
-}
-
-/* A plan case's one-shot counterpart: the same box through vidmm_swizzle() / vidmm_deswizzle(). */
-static enum b_call plan_oneshot(enum b_call call)
-{
-    return call == B_CALL_PLAN_SWIZZLE ? B_CALL_SWIZZLE : B_CALL_DESWIZZLE;
 }
 
 /* The other direction of the check: the scalar backend, the partner layout, the case's box (or
@@ -281,33 +282,69 @@ static int swz_check(const struct b_case *c, const struct swz_case *z, char *msg
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Paired rounds.
+ * Rounds against fair references (issue 26).
  *
  * This machine's memcpy of the same 4 MiB measures anywhere from 113 to 240 us from one minute
  * to the next (other guests share the host's caches and memory), so a ratio between two cases
  * timed a minute apart says as much about the host as about the code. The targets therefore
- * read the median over rounds that time memcpy and the case back to back, the order alternating
- * from round to round: each side a batch of calls lasting at least SWZ_ROUND_MIN_S, the round's
- * ratio memcpy's time over the case's. memcpy moves the case's bytes between the case's own
- * buffers - source to tiled surface for a swizzle, tiled surface to destination for a
- * deswizzle - so the two sides touch the same pages; for a box, the box's bytes between the
- * linear buffers, as the box's baseline case does (a box is scattered over its tiles, no
- * memcpy touches the same lines). A plan case's rounds have a third side, the one-shot call of
- * the same box, the three in turn (the order rotating from round to round): the round's plan
- * gain is the one-shot time over the plan's.
+ * read medians over rounds that time the case and its references in turn, the order rotating
+ * from round to round, each round's ratio a reference's time over the case's.
+ *
+ * The references do the same work as the case:
+ *   - a whole surface: the same bytes between the case's own buffers (source -> tiled surface
+ *     for a swizzle, tiled surface -> destination for a deswizzle), with the library's
+ *     ordinary-store copy (vidmm_copy_ex(), VIDMM_STRATEGY_TEMPORAL: vector loads and stores,
+ *     no REP MOVSB) and with its streaming copy (VIDMM_STRATEGY_NONTEMPORAL: streaming stores
+ *     and a store fence), the latter the machine's memory speed - the physical limit at 64 MiB;
+ *   - a box: the box's rows between the case's linear buffer (the box's own pitch, as the case)
+ *     and a pitch-linear surface of the tiled surface's pitch at the box's place (the tiled
+ *     buffer, read as pitch-linear): the same rows with the same strides, where a contiguous
+ *     memcpy of the box's 16 KiB is not the same work.
+ * Each side is timed after itself: one untimed call of the side, then its timed batch (at least
+ * SWZ_ROUND_MIN_S), so that no timed call follows the other side's stores. A side right after
+ * streaming stores to the same memory pays for them (the issue measured +100-285% on the next
+ * writer), and the earlier paired rounds, timed right after each other, charged a swizzle with
+ * what memcpy left behind.
  * ------------------------------------------------------------------------------------------- */
 
-static void swz_pairs(const struct b_case *c, struct swz_case *z)
+/* One call of reference 'ref' of case 'z' ('n' bytes for a whole surface). */
+static int swz_ref_once(const struct swz_case *z, enum swz_ref ref, size_t n)
+{
+    if (ref == SWZ_REF_ROWS) {
+        /* The surface's pitch and the box's first byte in it (Intel: x and widths in bytes). */
+        const size_t ebytes = z->surf.element_bytes, spitch = (size_t)z->surf.width * ebytes;
+        const size_t rowb = (size_t)z->box.width * ebytes;
+        unsigned char *pl = b_env.tiled + (size_t)z->box.y * spitch + (size_t)z->box.x * ebytes;
+        for (uint32_t r = 0; r < z->box.height; r++) {
+            if (z->tile)
+                memcpy(pl + r * spitch, b_env.src + r * z->pitch, rowb);
+            else
+                memcpy(b_env.dst + r * z->pitch, pl + r * spitch, rowb);
+        }
+        return 0;
+    }
+    struct vidmm_kernel_opts o = VIDMM_KERNEL_OPTS_INIT;
+    o.strategy = ref == SWZ_REF_STREAMING ? VIDMM_STRATEGY_NONTEMPORAL : VIDMM_STRATEGY_TEMPORAL;
+    if (z->tile)
+        return vidmm_copy_ex(b_env.tiled, b_env.src, n, VIDMM_MEM_CACHED, &o);
+    return vidmm_copy_ex(b_env.dst, b_env.tiled, n, VIDMM_MEM_CACHED, &o);
+}
+
+static void swz_rounds(const struct b_case *c, struct swz_case *z)
 {
     const int want = b_env.mode == B_MODE_FULL    ? SWZ_ROUNDS_FULL
                      : b_env.mode == B_MODE_SMOKE ? 1
                                                   : SWZ_ROUNDS_QUICK;
-    unsigned char *mdst = z->whole && z->tile ? b_env.tiled : b_env.dst;
-    const unsigned char *msrc = z->whole && !z->tile ? b_env.tiled : b_env.src;
     const size_t n = c->bytes;
-    const bool plan = c->call == B_CALL_PLAN_SWIZZLE || c->call == B_CALL_PLAN_DESWIZZLE;
-    const int sides = plan ? 3 : 2;
-
+    /* sides[0] is the case (-1), the others its references. */
+    int sides[3] = { -1, SWZ_REF_ROWS, -1 }, nsides = 2;
+    if (z->whole) {
+        sides[1] = SWZ_REF_ORDINARY;
+        sides[2] = SWZ_REF_STREAMING;
+        nsides = 3;
+    }
+    if (z->whole && (n > b_env.tiled_cap || n > b_env.cap))
+        return;
     if (z->nrounds > 0)
         return;
     double t0 = b_now_s();
@@ -316,77 +353,52 @@ static void swz_pairs(const struct b_case *c, struct swz_case *z)
     double one = b_now_s() - t0;
     unsigned k = one >= SWZ_ROUND_MIN_S ? 1u : (unsigned)(SWZ_ROUND_MIN_S / (one > 1e-9 ? one : 1e-9)) + 1;
     for (int r = 0; r < want; r++) {
-        double tm = 0, tc = 0, to = 0;
+        double t[3] = { 0, 0, 0 };
         int rc = 0;
-        for (int side = 0; side < sides; side++) {
-            const int which = (side + r) % sides;   /* 0 memcpy, 1 the case, 2 one-shot */
-            t0 = b_now_s();
-            if (which == 0) {
-                for (unsigned i = 0; i < k; i++) {
-                    memcpy(mdst, msrc, n);
-                    b_clobber();
-                }
-                tm = b_now_s() - t0;
-            } else if (which == 1) {
-                for (unsigned i = 0; i < k; i++) {
-                    rc |= swz_once(c, z);
-                    b_clobber();
-                }
-                tc = b_now_s() - t0;
-            } else {
-                for (unsigned i = 0; i < k; i++) {
-                    rc |= swz_call(c, z, plan_oneshot(c->call));
-                    b_clobber();
-                }
-                to = b_now_s() - t0;
+        for (int side = 0; side < nsides; side++) {
+            const int which = (side + r) % nsides;
+            const int ref = sides[which];
+            for (unsigned i = 0; i <= k; i++) {
+                if (i == 1)
+                    t0 = b_now_s(); /* call 0 is the untimed one after the other side */
+                rc |= ref < 0 ? swz_once(c, z) : swz_ref_once(z, (enum swz_ref)ref, n);
+                b_clobber();
             }
+            t[which] = b_now_s() - t0;
         }
-        if (rc != 0 || !(tc > 0)) {
+        if (rc != 0 || !(t[0] > 0)) {
             z->nrounds = 0; /* no figure rather than a partial one */
             return;
         }
-        z->plan_gain[z->nrounds] = to / tc;
-        z->round_ratio[z->nrounds++] = tm / tc;
+        for (int w = 1; w < nsides; w++)
+            z->ratio[sides[w]][z->nrounds] = t[w] / t[0];
+        z->nrounds++;
     }
 }
 
-/* The median over case 'name''s paired rounds of memcpy's time over the case's, or NAN with
- * '*why'; '*rounds' says how many (b_report.c, the issue-3 targets). */
-double b_swz_paired_ratio(const char *name, int *rounds, const char **why)
+/* The median over case 'name''s rounds of reference 'ref''s time over the case's ("ordinary",
+ * "streaming" or "rows"), or NAN with '*why'; '*rounds' says how many (b_report.c). */
+double b_swz_ref_ratio(const char *name, const char *ref, int *rounds, const char **why)
 {
     int idx = b_case_find(name);
     const struct b_case *c = idx < 0 ? NULL : b_case_at((size_t)idx);
     *rounds = 0;
-    *why = "no paired rounds (the case did not run or failed)";
+    *why = "no rounds (the case did not run or failed)";
     if (c == NULL || c->body != b_swizzle_body)
         return NAN;
     const struct swz_case *z = c->spec;
-    if (z->nrounds == 0)
-        return NAN;
-    double v[SWZ_MAX_ROUNDS];
-    memcpy(v, z->round_ratio, sizeof(double) * (size_t)z->nrounds);
-    *rounds = z->nrounds;
-    *why = NULL;
-    return b_median(v, z->nrounds);
-}
-
-double b_swz_plan_gain(const char *name, int *rounds, const char **why)
-{
-    int idx = b_case_find(name);
-    const struct b_case *c = idx < 0 ? NULL : b_case_at((size_t)idx);
-    *rounds = 0;
-    *why = "no paired rounds (the case did not run or failed)";
-    if (c == NULL || c->body != b_swizzle_body)
-        return NAN;
-    if (c->call != B_CALL_PLAN_SWIZZLE && c->call != B_CALL_PLAN_DESWIZZLE) {
-        *why = "not a plan case";
+    int which = -1;
+    for (int i = 0; i < SWZ_NREFS; i++)
+        if (strcmp(ref, swz_ref_names[i]) == 0)
+            which = i;
+    if (which < 0 || (which == SWZ_REF_ROWS) == z->whole) {
+        *why = "not a reference of this case";
         return NAN;
     }
-    const struct swz_case *z = c->spec;
     if (z->nrounds == 0)
         return NAN;
     double v[SWZ_MAX_ROUNDS];
-    memcpy(v, z->plan_gain, sizeof(double) * (size_t)z->nrounds);
+    memcpy(v, z->ratio[which], sizeof(double) * (size_t)z->nrounds);
     *rounds = z->nrounds;
     *why = NULL;
     return b_median(v, z->nrounds);
@@ -475,7 +487,7 @@ void b_swizzle_body(vbench_state *st, const void *arg)
         return;
     }
     if (c->backend_id == VIDMM_BACKEND_AUTO)
-        swz_pairs(c, (struct swz_case *)z); /* c->spec is the case's own calloc()ed description */
+        swz_rounds(c, (struct swz_case *)z); /* c->spec is the case's own calloc()ed description */
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -628,8 +640,8 @@ void b_swizzle_cases(size_t bytes)
                     }
                     if (whole)
                         continue;
-                    /* The same box through a plan made once (AUTO), its rounds also timing the
-                     * one-shot call (swz_pairs()). */
+                    /* The same box through a plan made once (AUTO), for the case table; no
+                     * target reads it (the one-shot call above already runs a cached plan). */
                     char pvariant[32];
                     snprintf(pvariant, sizeof(pvariant), "%s_plan", variant);
                     struct b_case *c = b_case_add(tile ? "swizzle" : "deswizzle", pvariant, "auto", moved,

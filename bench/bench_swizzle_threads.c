@@ -9,9 +9,11 @@
  *   x1T     the plan on one thread over the same plan on T threads (speed-up),
  *   xmemcpy memcpy of the same bytes on T threads (the same buffers, cut in T equal parts, on
  *           threads of this program's own) over the plan on T threads.
- * Each figure is the median over rounds that time the three sides back to back, the order
- * rotating from round to round (this machine's bandwidth drifts from minute to minute; only
- * ratios measured in one round mean anything: bench_swizzle.c "Paired rounds").
+ * Each figure is the median over rounds that time the three sides in turn, the order rotating
+ * from round to round (this machine's bandwidth drifts from minute to minute; only ratios
+ * measured in one round mean anything), each side timed after itself: one untimed call, then
+ * three timed ones, so that no timed call follows the other side's stores (issue 26 deliverable
+ * 3; bench_swizzle.c, swz_rounds()).
  *
  * First, memcpy on T threads over memcpy on one: what the machine itself gives.
  * Then the dispatch: the cost of handing a copy to the pool (two threads, a box of 4 KiB) over
@@ -214,8 +216,10 @@ static void row(const struct surf *s, bool tile, unsigned threads, int rounds, u
         double t[3] = { 0, 0, 0 };
         for (int side = 0; side < 3; side++) {
             const int which = (side + r) % 3;
-            const double t0 = now_s();
-            for (int k = 0; k < 3; k++) {
+            double t0 = now_s();
+            for (int k = 0; k <= 3; k++) {
+                if (k == 1)
+                    t0 = now_s(); /* call 0, after the other side, is not timed */
                 if (which == 0)
                     plan_copy(many, tile, tiled, tn, lin, ln);
                 else if (which == 1)
@@ -250,9 +254,12 @@ static void memcpy_row(unsigned threads, int rounds, unsigned char *dst, const u
         double t[2];
         for (int side = 0; side < 2; side++) {
             const int which = (side + r) % 2;
-            const double t0 = now_s();
-            for (int i = 0; i < 3; i++)
+            double t0 = now_s();
+            for (int i = 0; i <= 3; i++) {
+                if (i == 1)
+                    t0 = now_s(); /* call 0, after the other side, is not timed */
                 mc_copy(which ? threads : 1, dst, src, n);
+            }
             t[which] = now_s() - t0;
         }
         speed[k++] = t[0] / t[1];
@@ -322,8 +329,8 @@ int main(int argc, char **argv)
     }
     const size_t bytes = (size_t)64 << 20;
     unsigned char *lin = big_alloc(bytes), *tiled = big_alloc(bytes + (1u << 20));
-    printf("bench_swizzle_threads: %ld CPUs online, backend %s, %d rounds of 3 calls a side\n", nproc,
-           vidmm_backend_name(), rounds);
+    printf("bench_swizzle_threads: %ld CPUs online, backend %s, %d rounds of 1 + 3 calls a side (the first untimed)\n",
+           nproc, vidmm_backend_name(), rounds);
     for (unsigned c = 0; c < nc; c++)
         memcpy_row(counts[c], rounds, tiled, lin, bytes);
     for (size_t s = 0; s < sizeof(surfs) / sizeof(surfs[0]); s++)
