@@ -276,7 +276,8 @@ enum vidmm_swizzle_walk {
 enum vidmm_swizzle_tune_source {
     VIDMM_SWIZZLE_TUNE_DEFAULT = 0,  /* the library's rules (every plan not measured) */
     VIDMM_SWIZZLE_TUNE_MEASURED = 1, /* measured when this plan was made (or by _plan_measure()) */
-    VIDMM_SWIZZLE_TUNE_TABLE = 2     /* the process's table had a winner for this kind of copy */
+    VIDMM_SWIZZLE_TUNE_TABLE = 2,    /* the process's table had a winner for this kind of copy */
+    VIDMM_SWIZZLE_TUNE_FORCED = 3    /* vidmm_swizzle_plan_force_walk() */
 };
 
 struct vidmm_swizzle_plan_info {
@@ -400,6 +401,18 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  * VIDMM_E_NO_MEMORY (the plan is then unchanged).
  * Thread safety: not while a copy runs through 'plan' (as vidmm_swizzle_plan_set_threads()). */
 VIDMM_API int vidmm_swizzle_plan_measure(vidmm_swizzle_plan *plan, uint64_t budget_ns);
+
+/* vidmm_swizzle_plan_walk_candidates() stores in '*count' how many distinct walks the measurement
+ * of 'plan' would time for its whole copies in one direction ('deswizzle' false: swizzle), the
+ * default first (1: only the default, e.g. the scalar backend's reference walk).
+ * vidmm_swizzle_plan_force_walk() makes walk 'index' of that list the one the plan's whole copies
+ * take in that direction (0: the default again), for benchmarks and tests comparing the walks;
+ * vidmm_swizzle_plan_info() then reports it (tune_source VIDMM_SWIZZLE_TUNE_FORCED, or DEFAULT
+ * for index 0). Every walk copies the same bytes. Returns: 0, VIDMM_E_INVALID_ARG (NULL plan or
+ * count, index not below the count; the plan is then unchanged). force_walk's thread safety: as
+ * vidmm_swizzle_plan_measure(). */
+VIDMM_API int vidmm_swizzle_plan_walk_candidates(const vidmm_swizzle_plan *plan, bool deswizzle, uint32_t *count);
+VIDMM_API int vidmm_swizzle_plan_force_walk(vidmm_swizzle_plan *plan, bool deswizzle, uint32_t index);
 
 /* vidmm_swizzle_tune_save() writes the table to 'path' (NULL: the file VIDMM_SWIZZLE_TUNE_FILE
  * names), through a temporary file renamed over it. Returns: 0, VIDMM_E_INVALID_ARG (NULL path

@@ -785,6 +785,44 @@ int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const stru
     return 0;
 }
 
+/* plan_candidates() lists the walks of 'p''s whole copies in direction 'dir' (the default first). */
+static unsigned plan_candidates(const struct vidmm_swizzle_plan *p, enum vidmm_swz_dir dir,
+                                struct vidmm_swz_tune *out)
+{
+    const struct vidmm_swz_mip *m = &p->m;
+    const uint64_t moved = p->whole ? p->lin : (uint64_t)m->w * m->h * m->d * m->elem;
+    return vidmm_swz_tune_candidates(m, dir, p->backend, p->strategy, moved, out, VIDMM_SWZ_MAX_CANDIDATES);
+}
+
+int vidmm_swizzle_plan_walk_candidates(const vidmm_swizzle_plan *plan, bool deswizzle, uint32_t *count)
+{
+    struct vidmm_swz_tune c[VIDMM_SWZ_MAX_CANDIDATES];
+    if (plan == NULL || count == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, plan == NULL ? "plan" : "count",
+                                "NULL (spec swizzle.h)");
+    *count = plan_candidates(plan, deswizzle ? VIDMM_SWZ_UNTILE : VIDMM_SWZ_TILE, c);
+    return 0;
+}
+
+int vidmm_swizzle_plan_force_walk(vidmm_swizzle_plan *plan, bool deswizzle, uint32_t index)
+{
+    struct vidmm_swz_tune c[VIDMM_SWZ_MAX_CANDIDATES];
+    if (plan == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "plan", "NULL (spec swizzle.h)");
+    const enum vidmm_swz_dir dir = deswizzle ? VIDMM_SWZ_UNTILE : VIDMM_SWZ_TILE;
+    const unsigned n = plan_candidates(plan, dir, c);
+    if (index >= n)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "index", "%u, not below the plan's %u walks "
+                                "(spec swizzle.h)", index, n);
+    plan->tune[dir] = c[index];
+    if (index == 0)
+        plan->tuned &= (uint8_t)~(1u << dir);
+    else
+        plan->tuned |= (uint8_t)(1u << dir);
+    plan->tune_source = plan->tuned != 0 ? VIDMM_SWIZZLE_TUNE_FORCED : VIDMM_SWIZZLE_TUNE_DEFAULT;
+    return 0;
+}
+
 int vidmm_swizzle_plan_measure(vidmm_swizzle_plan *plan, uint64_t budget_ns)
 {
     if (plan == NULL)

@@ -137,24 +137,30 @@ bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_
  * Measuring.
  *
  * The candidates (vidmm_swz_tune_candidates(): the default first) each copy a scratch surface of
- * the plan's layout, element size and row length, in turn, the order rotating each round, until
- * the budget is spent (at least TUNE_MIN_ROUNDS rounds, at most TUNE_MAX_ROUNDS); each keeps its
+ * the plan's layout, element size and row length, in a shuffled order each round (this machine
+ * is shared: another process's time slice stalls a copy for 4-5 ms every few milliseconds, and a
+ * fixed rotation let that stall land on the same candidate round after round - a 0.4 ms copy's
+ * median read 4.7-5.1 ms in 1 row of 2 on a loaded 2-vCPU Cascade Lake, 2026-11-28), until the
+ * budget is spent (at least TUNE_MIN_ROUNDS rounds, at most TUNE_MAX_ROUNDS); each keeps its
  * median. The walks are chosen as for the plan's real size ('moved': the streaming threshold
- * decides on it), whatever the scratch's. The scratch is the whole subresource while that fits
- * the budget, else a band of whole tile rows (tile slabs for 3D):
+ * decides on it), whatever the scratch's. The scratch is a band of whole tile rows (tile slabs
+ * for 3D) of at most TUNE_BAND bytes - the whole subresource when smaller - shrunk further when
+ * TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget:
  *  - copies below the streaming threshold (they fit the cache) are timed warm, as a program
- *    copying the same surface again and again would see them, at most TUNE_WARM_MAX bytes;
- *  - copies at or above it are timed cold on a band of TUNE_COLD_BAND bytes, both sides flushed
- *    from the caches before each copy (vidmm_flush()), so that the loads miss and the stores
- *    need their lines read for ownership as they would through a surface larger than the cache,
- *    without touching (and faulting in) that much scratch memory.
+ *    copying the same surface again and again sees them; a band of 2 MiB both sides (4 MiB) is
+ *    out of the L2 as the plan's own would be;
+ *  - copies at or above it are timed cold, both sides of the band flushed from the caches before
+ *    each copy (vidmm_flush()), so that the loads miss and the stores need their lines read for
+ *    ownership as they do through a surface larger than the cache, without faulting in that much
+ *    scratch memory.
  * ------------------------------------------------------------------------------------------- */
-#define TUNE_MIN_ROUNDS 3
+#define TUNE_MIN_ROUNDS 5
 #define TUNE_MAX_ROUNDS 15
-#define TUNE_WARM_MAX (8u << 20)
-#define TUNE_COLD_BAND (1u << 20)
-/* A walk replaces the default only when its median is this much faster: rounds on a shared
- * machine scatter by a few percent, and a tie must keep the rules. */
+#define TUNE_BAND (2u << 20)
+#define TUNE_MIN_BAND (64u << 10)
+/* A walk replaces the default only when its median is this much faster (and it was faster in 3
+ * rounds of 4): rounds on a shared machine scatter by a few percent, and a tie must keep the
+ * rules. */
 #define TUNE_MIN_GAIN 1.02
 
 static uint64_t now_ns(void)
@@ -168,15 +174,16 @@ struct scratch {
     struct vidmm_swz_surface s;
     struct vidmm_swz_mip m;
     unsigned char *tiled, *linear;
-    size_t tiled_bytes, linear_bytes;
+    size_t tiled_cap, linear_cap;      /* allocated */
+    size_t tiled_bytes, linear_bytes;  /* the band's */
     size_t row, slice;
 };
 
-/* scratch_open() builds a surface of one subresource like 'pm' (a mip of 's') but with about
- * 'target' bytes - whole tile rows (or slabs) - and scratch buffers for it, the linear side
- * filled with a pattern. Returns 0, or an error (nothing allocated). */
-static int scratch_open(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *pm, uint64_t target,
-                        struct scratch *sc)
+/* band_open() resolves into sc->s / sc->m a surface of one subresource like 'pm' (a mip of 's')
+ * but of about 'target' bytes - whole tile rows (or slabs) - and sizes its buffers. Returns 0,
+ * or the family's refusal of the band. */
+static int band_open(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *pm, uint64_t target,
+                     struct scratch *sc)
 {
     const struct vidmm_swz_family *fam;
     uint64_t lin, total;
@@ -213,41 +220,54 @@ static int scratch_open(const struct vidmm_swz_surface *s, const struct vidmm_sw
     if ((err = vidmm_swz_open("vidmm_swizzle_plan_measure", &l, &desc, &sc->s, &fam, &lin, &total)) < 0 ||
         (err = vidmm_swz_prepare(&sc->s, fam, 0, 0, &sc->m)) < 0)
         return err;
-    sc->tiled_bytes = (size_t)(total + 4095) / 4096 * 4096;
-    sc->linear_bytes = (size_t)(lin + 4095) / 4096 * 4096;
-    sc->tiled = aligned_alloc(4096, sc->tiled_bytes);
-    sc->linear = aligned_alloc(4096, sc->linear_bytes);
-    if (sc->tiled == NULL || sc->linear == NULL) {
-        free(sc->tiled);
-        free(sc->linear);
-        return VIDMM_E_NO_MEMORY;
-    }
-    for (size_t i = 0; i < sc->linear_bytes; i += 8) {
-        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
-        memcpy(sc->linear + i, &v, 8);
-    }
-    memset(sc->tiled, 0, sc->tiled_bytes);
+    sc->tiled_bytes = (size_t)total;
+    sc->linear_bytes = (size_t)lin;
     sc->row = (size_t)sc->m.w * sc->m.elem;
     sc->slice = sc->row * sc->m.h;
     return 0;
 }
 
-static void scratch_close(struct scratch *sc)
+/* scratch_alloc() allocates the buffers of the band band_open() resolved, the linear side
+ * filled with a pattern (every page touched before any copy is timed). */
+static int scratch_alloc(struct scratch *sc)
 {
-    free(sc->tiled);
-    free(sc->linear);
+    sc->tiled_cap = (sc->tiled_bytes + 4095) / 4096 * 4096;
+    sc->linear_cap = (sc->linear_bytes + 4095) / 4096 * 4096;
+    sc->tiled = aligned_alloc(4096, sc->tiled_cap);
+    sc->linear = aligned_alloc(4096, sc->linear_cap);
+    if (sc->tiled == NULL || sc->linear == NULL) {
+        free(sc->tiled);
+        free(sc->linear);
+        return VIDMM_E_NO_MEMORY;
+    }
+    for (size_t i = 0; i < sc->linear_cap; i += 8) {
+        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
+        memcpy(sc->linear + i, &v, 8);
+    }
+    memset(sc->tiled, 0, sc->tiled_cap);
+    return 0;
 }
 
-/* time_one() is one copy of the scratch with walk 'c', in nanoseconds; 'cold' flushes both
- * sides first (not timed). */
+/* flush_band() evicts both sides of the band from the caches (a cold copy's start). */
+static void flush_band(struct scratch *sc)
+{
+    (void)vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
+    (void)vidmm_flush(sc->linear, sc->linear_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
+}
+
+/* time_one() is one copy of the band with walk 'c', in nanoseconds, after an untimed one:
+ * 'cold' flushes both sides first instead. (Timed right after another walk, a warm copy paid for
+ * that walk's cache state: after streaming stores its destination is not cached, and the same
+ * walk's median moved by up to 1.7x with its neighbours in bench_swizzle_tune's rounds on the
+ * Cascade Lake, 2026-11-28.) */
 static uint64_t time_one(struct scratch *sc, const struct vidmm_swz_tune *c, enum vidmm_swz_dir dir,
                          enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t moved, bool cold)
 {
     const struct vidmm_box b = { 0, 0, 0, sc->m.w, sc->m.h, sc->m.d };
-    if (cold) {
-        (void)vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
-        (void)vidmm_flush(sc->linear, sc->linear_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
-    }
+    if (cold)
+        flush_band(sc);
+    else
+        vidmm_swz_run_tuned(&sc->m, &b, sc->tiled, sc->linear, sc->row, sc->slice, dir, backend, strategy, moved, c);
     const uint64_t t0 = now_ns();
     vidmm_swz_run_tuned(&sc->m, &b, sc->tiled, sc->linear, sc->row, sc->slice, dir, backend, strategy, moved, c);
     return now_ns() - t0;
@@ -265,6 +285,7 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
 {
     struct vidmm_swz_tune cand[VIDMM_SWZ_MAX_CANDIDATES];
     uint64_t times[VIDMM_SWZ_MAX_CANDIDATES][TUNE_MAX_ROUNDS];
+    unsigned order[VIDMM_SWZ_MAX_CANDIDATES];
     double gain = 1.0;
     int err;
 
@@ -274,49 +295,76 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
         const uint64_t start = now_ns();
         const bool cold = moved >= vidmm_nt_threshold();
         const uint64_t sub = (uint64_t)m->w * m->h * m->d * m->elem;
-        uint64_t target = cold ? TUNE_COLD_BAND : TUNE_WARM_MAX;
         struct scratch *sc = malloc(sizeof(*sc));
         if (sc == NULL)
             return VIDMM_E_NO_MEMORY;
-        if (target > sub)
-            target = sub;
-        if ((err = scratch_open(s, m, target, sc)) < 0) {
+        if ((err = band_open(s, m, sub < TUNE_BAND ? sub : TUNE_BAND, sc)) < 0) {
             free(sc);
-            return err == VIDMM_E_NO_MEMORY ? err : 0; /* a band the family refuses: keep the rules */
+            return 0; /* a band the family refuses: keep the rules */
         }
-        /* The default once untimed (the scratch faulted in, the code warm), then once timed: if
-         * TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget, a smaller band. */
+        if ((err = scratch_alloc(sc)) < 0) {
+            free(sc);
+            return err;
+        }
+        /* The default once untimed (the code and the band warm), then once timed, with the flush
+         * when cold: if TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget, a
+         * smaller band in the same buffers. */
         (void)time_one(sc, &cand[0], dir, backend, strategy, moved, false);
+        const uint64_t f0 = now_ns();
         const uint64_t t1 = time_one(sc, &cand[0], dir, backend, strategy, moved, cold);
-        const uint64_t round = (uint64_t)n * (t1 + (cold ? t1 / 2 : 0)) + 1;
+        const uint64_t round = (uint64_t)n * (now_ns() - f0) + 1;
+        const uint64_t spent0 = now_ns() - start, left = budget_ns > spent0 ? budget_ns - spent0 : 0;
         const uint64_t bytes = (uint64_t)sc->m.w * sc->m.h * sc->m.d * sc->m.elem;
-        if (round * TUNE_MIN_ROUNDS > budget_ns && bytes > 65536) {
-            uint64_t smaller = bytes * budget_ns / (round * TUNE_MIN_ROUNDS);
-            if (smaller < 65536)
-                smaller = 65536;
-            struct scratch *sc2 = malloc(sizeof(*sc2));
-            if (sc2 != NULL && scratch_open(s, m, smaller, sc2) == 0) {
-                scratch_close(sc);
-                free(sc);
-                sc = sc2;
-                (void)time_one(sc, &cand[0], dir, backend, strategy, moved, false);
-            } else {
-                free(sc2);
-            }
+        (void)t1;
+        if (round * TUNE_MIN_ROUNDS > left && bytes > TUNE_MIN_BAND) {
+            uint64_t smaller = (uint64_t)((double)bytes * (double)left / (double)(round * TUNE_MIN_ROUNDS));
+            if (smaller < TUNE_MIN_BAND)
+                smaller = TUNE_MIN_BAND;
+            unsigned char *tb = sc->tiled, *lb = sc->linear;
+            const size_t tc = sc->tiled_cap, lc = sc->linear_cap;
+            if (band_open(s, m, smaller, sc) < 0 || sc->tiled_bytes > tc || sc->linear_bytes > lc)
+                (void)band_open(s, m, sub < TUNE_BAND ? sub : TUNE_BAND, sc); /* keep the first band */
+            sc->tiled = tb;
+            sc->linear = lb;
+            sc->tiled_cap = tc;
+            sc->linear_cap = lc;
         }
+        uint64_t rng = 0x9E3779B97F4A7C15ull ^ start;
         unsigned rounds = 0;
+        const uint64_t loop0 = now_ns();
         while (rounds < TUNE_MAX_ROUNDS) {
-            for (unsigned j = 0; j < n; j++) {
-                const unsigned c = (j + rounds) % n;
-                times[c][rounds] = time_one(sc, &cand[c], dir, backend, strategy, moved, cold);
+            for (unsigned j = 0; j < n; j++)
+                order[j] = j;
+            for (unsigned j = n - 1; j > 0; j--) {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                const unsigned x = (unsigned)(rng % (j + 1)), tmp = order[j];
+                order[j] = order[x];
+                order[x] = tmp;
             }
+            for (unsigned j = 0; j < n; j++)
+                times[order[j]][rounds] = time_one(sc, &cand[order[j]], dir, backend, strategy, moved, cold);
             rounds++;
-            const uint64_t spent = now_ns() - start;
-            if ((rounds >= TUNE_MIN_ROUNDS && spent >= budget_ns) || spent >= 4 * budget_ns)
+            /* Stop before a round that would end past the budget, once TUNE_MIN_ROUNDS are in
+             * (or 3, past half as much again: a loaded machine's rounds run long). */
+            const uint64_t t = now_ns(), spent = t - start, next = (t - loop0) / rounds;
+            if ((rounds >= TUNE_MIN_ROUNDS && spent + next > budget_ns) ||
+                (rounds >= 3 && spent + next > budget_ns + budget_ns / 2))
                 break;
         }
-        scratch_close(sc);
+        const uint64_t band = (uint64_t)sc->m.w * sc->m.h * sc->m.d * sc->m.elem, spent = now_ns() - start;
+        free(sc->tiled);
+        free(sc->linear);
         free(sc);
+        /* Rounds each candidate beat the default in (same round, so the same state of the
+         * machine): a winner must also win at least 3 rounds in 4, not only by its median. */
+        unsigned beat[VIDMM_SWZ_MAX_CANDIDATES];
+        for (unsigned c = 0; c < n; c++) {
+            beat[c] = 0;
+            for (unsigned r = 0; r < rounds; r++)
+                beat[c] += times[c][r] < times[0][r];
+        }
         uint64_t med[VIDMM_SWZ_MAX_CANDIDATES];
         unsigned win = 0;
         for (unsigned c = 0; c < n; c++) {
@@ -325,10 +373,16 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
             if (med[c] < med[win])
                 win = c;
         }
-        if (win != 0 && (double)med[0] >= TUNE_MIN_GAIN * (double)med[win]) {
+        if (win != 0 && (double)med[0] >= TUNE_MIN_GAIN * (double)med[win] && 4 * beat[win] >= 3 * rounds) {
             *best = cand[win];
             gain = (double)med[0] / (double)(med[win] > 0 ? med[win] : 1);
         }
+        if (vidmm_log_enabled(VIDMM_LOG_DEBUG))
+            vidmm_log(VIDMM_LOG_DEBUG, "swizzle plan measured: tiling %u, %u-byte elements, 2^%u bytes, %s: %u walks "
+                      "on a %s band of %llu bytes, %u rounds in %.1f ms; walk %u (%.0f ns) against the default's "
+                      "%.0f ns: %s", k->tiling, k->elem, k->size_class, dir == VIDMM_SWZ_TILE ? "swizzle" : "deswizzle",
+                      n, cold ? "cold" : "warm", (unsigned long long)band, rounds, (double)spent * 1e-6, win,
+                      (double)med[win], (double)med[0], gain > 1.0 ? "kept" : "the default stays");
     }
     pthread_mutex_lock(&tune_lock);
     put_locked(k, best, gain);
