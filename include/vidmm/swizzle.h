@@ -369,11 +369,14 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  * instead times the walks the library knows for its own kind of copy - the side of the streaming
  * threshold the stores are chosen for, the four-row strips (ordinary or streaming stores), tiles
  * grouped per kernel call or one at a time, the streaming pair walk - and keeps the fastest, in
- * each direction, within a budget of VIDMM_SWIZZLE_TUNE_BUDGET_NS: on scratch buffers of the
- * plan's layout, element size and row length, at the plan's size when that fits the budget,
- * else on a band of whole tile rows (timed cold, its lines flushed first, when the plan's copies
- * exceed the streaming threshold: they do not fit the cache either). A walk is kept over the
- * default only when its median is at least 2% faster. Every walk copies the same bytes.
+ * each direction, within a budget of VIDMM_SWIZZLE_TUNE_BUDGET_NS (rounds stop at the budget;
+ * at least three run, so a loaded machine may take somewhat longer): on scratch buffers of the
+ * plan's layout, element size and row length, a band of whole tile rows of at most 2 MiB (the
+ * whole subresource when smaller), the walks chosen as for the plan's real size; timed warm
+ * after an untimed copy, or cold - the band's lines flushed first - when the plan's copies
+ * exceed the streaming threshold (they do not fit the cache either). A walk is kept over the
+ * default only when its median is at least 2% faster and it beat the default in 3 rounds of 4.
+ * Every walk copies the same bytes.
  *
  * Winners go into a per-process table keyed by the kind of copy - CPU model, tiling and its
  * parameter (block height, AMD swizzle mode, Morton unit, Intel bit-6), 2D or 3D, element size,
@@ -396,8 +399,8 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
 /* vidmm_swizzle_plan_measure() times the walks of 'plan' in both directions now (half of
  * 'budget_ns' each; 0: VIDMM_SWIZZLE_TUNE_BUDGET_NS), keeps the fastest for its whole copies and
  * records them in the table (replacing what it held for this kind), whether or not the plan was
- * made with VIDMM_PLAN_MEASURE. Allocates scratch buffers up to about twice the plan's size (a
- * band of at most 8 MiB when larger). Returns: 0, VIDMM_E_INVALID_ARG (NULL plan),
+ * made with VIDMM_PLAN_MEASURE. Allocates scratch buffers of at most about 2 MiB a side, freed
+ * before it returns. Returns: 0, VIDMM_E_INVALID_ARG (NULL plan),
  * VIDMM_E_NO_MEMORY (the plan is then unchanged).
  * Thread safety: not while a copy runs through 'plan' (as vidmm_swizzle_plan_set_threads()). */
 VIDMM_API int vidmm_swizzle_plan_measure(vidmm_swizzle_plan *plan, uint64_t budget_ns);
