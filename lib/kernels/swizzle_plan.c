@@ -399,6 +399,26 @@ one:
     return false;
 }
 
+/* copy_sub_tuned() runs a checked subresource copy of a measured plan (copy_sub()): its walk
+ * for whole-subresource copies in a measured direction, the default walk otherwise. */
+static __attribute__((noinline)) int copy_sub_tuned(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b,
+                                                    unsigned char *tiled, unsigned char *linear, size_t rp,
+                                                    size_t sp, enum vidmm_backend backend,
+                                                    enum vidmm_strategy strategy, enum vidmm_swz_dir dir,
+                                                    uint64_t moved)
+{
+    const struct vidmm_swz_mip *mp = &p->m;
+    const bool tuned = (p->tuned >> dir & 1) != 0 && (b->x | b->y | b->z) == 0 && b->width == mp->w &&
+                       b->height == mp->h && b->depth == mp->d;
+    if (p->threads > 1 && moved >= p->min_bytes && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned))
+        return 0;
+    if (tuned)
+        vidmm_swz_run_tuned(mp, b, tiled, linear, rp, sp, dir, backend, strategy, moved, &p->tune[dir]);
+    else
+        vidmm_swz_run(mp, b, tiled, linear, rp, sp, dir, backend, strategy, moved);
+    return 0;
+}
+
 /* copy_sub() checks the box and buffers of one subresource copy and runs it. */
 static int copy_sub(const char *call, const struct vidmm_swizzle_plan *p, const struct vidmm_box *box,
                     unsigned char *tiled,
@@ -441,18 +461,16 @@ static int copy_sub(const char *call, const struct vidmm_swizzle_plan *p, const 
                                 "(spec swizzle.h)", (void *)tiled, (unsigned long long)total, (void *)linear,
                                 (unsigned long long)need);
     const uint64_t moved = (uint64_t)b.width * mp->elem * b.height * b.depth;
-    /* A measured plan's walk serves its whole-subresource copies (the one plan field the default
-     * path tests). */
-    const bool tuned = VIDMM_UNLIKELY(p->tuned != 0) && (p->tuned >> dir & 1) != 0 &&
-                       (b.x | b.y | b.z) == 0 && b.width == mp->w && b.height == mp->h && b.depth == mp->d;
+    /* A measured plan's walk serves its whole-subresource copies: the one plan field the default
+     * path tests, the rest out of line (inline, the test cost every small box copy 17-33
+     * instructions more: tools/bench_gate.sh, 2026-11-28). */
+    if (VIDMM_UNLIKELY(p->tuned != 0))
+        return copy_sub_tuned(p, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, backend, strategy, dir,
+                              moved);
     if (p->threads > 1 && moved >= p->min_bytes && par_sub(p, &b, tiled, linear, row_pitch,
-                                                           b.depth > 1 ? slice_pitch : 0, dir, moved, tuned))
+                                                           b.depth > 1 ? slice_pitch : 0, dir, moved, false))
         return 0;
-    if (tuned)
-        vidmm_swz_run_tuned(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy,
-                            moved, &p->tune[dir]);
-    else
-        vidmm_swz_run(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy, moved);
+    vidmm_swz_run(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy, moved);
     return 0;
 }
 
