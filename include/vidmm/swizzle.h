@@ -375,7 +375,8 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  * whole subresource when smaller), the walks chosen as for the plan's real size; timed warm
  * after an untimed copy, or cold - the band's lines flushed first - when the plan's copies
  * exceed the streaming threshold (they do not fit the cache either). A walk is kept over the
- * default only when its median is at least 2% faster and it beat the default in 3 rounds of 4.
+ * default only when its median is at least 5% faster (10% on a cold band, which tells the walks
+ * apart less well) and it beat the default in 3 rounds of 4.
  * Every walk copies the same bytes.
  *
  * Winners go into a per-process table keyed by the kind of copy - CPU model, tiling and its

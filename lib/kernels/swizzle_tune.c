@@ -159,9 +159,14 @@ bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_
 #define TUNE_BAND (2u << 20)
 #define TUNE_MIN_BAND (64u << 10)
 /* A walk replaces the default only when its median is this much faster (and it was faster in 3
- * rounds of 4): rounds on a shared machine scatter by a few percent, and a tie must keep the
- * rules. */
-#define TUNE_MIN_GAIN 1.02
+ * rounds of 4): rounds on a shared machine scatter by several percent, and a tie must keep the
+ * rules. Cold bands ask for more: on them (0.5-2 MiB, flushed) walks that differ by 1.4x through
+ * a whole 64 MiB surface measured within 6% of each other - the D3D 4 KB swizzle of 4096^2 x 4
+ * bytes, four-row strips with streaming stores 13.9 ms against the streaming tile walk's 20.0 ms,
+ * 105-113 us each on the band, the latter kept once in 4 measurements at a 2% margin - and a
+ * measured plan must never lose to the default (Cascade Lake, load average 5, 2026-11-28). */
+#define TUNE_MIN_GAIN 1.05
+#define TUNE_MIN_GAIN_COLD 1.10
 
 static uint64_t now_ns(void)
 {
@@ -373,7 +378,8 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
             if (med[c] < med[win])
                 win = c;
         }
-        if (win != 0 && (double)med[0] >= TUNE_MIN_GAIN * (double)med[win] && 4 * beat[win] >= 3 * rounds) {
+        if (win != 0 && (double)med[0] >= (cold ? TUNE_MIN_GAIN_COLD : TUNE_MIN_GAIN) * (double)med[win] &&
+            4 * beat[win] >= 3 * rounds) {
             *best = cand[win];
             gain = (double)med[0] / (double)(med[win] > 0 ? med[win] : 1);
         }
