@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -945,16 +946,89 @@ static void report_userfaultfd(void)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * --tune-write: the measured swizzle plans' table for this machine (include/vidmm/swizzle.h,
+ * "Measured plans").
+ * ------------------------------------------------------------------------------------------- */
+
+/* tune_write() measures the common kinds of copy - whole surfaces of each layout family at 4 and
+ * 16 bytes an element (the Intel tilings, laid out in bytes, once), of the sizes in 'sizes_mib',
+ * both directions, on the backend in use - and writes the table to 'path'. Returns the exit
+ * status: 0, or 1 when a plan or the file fails. */
+static int tune_write(const char *path, const unsigned *sizes_mib, unsigned nsizes)
+{
+    static const struct {
+        const char *name;
+        enum vidmm_tiling tiling;
+        uint32_t amd_mode;
+        bool bytes;
+    } lays[] = {
+        { "block_linear", VIDMM_TILING_BLOCK_LINEAR, 0, false }, { "intel_x", VIDMM_TILING_INTEL_X, 0, true },
+        { "intel_y", VIDMM_TILING_INTEL_Y, 0, true },            { "intel_4", VIDMM_TILING_INTEL_4, 0, true },
+        { "d3d_4k", VIDMM_TILING_D3D_STD_4K, 0, false },         { "d3d_64k", VIDMM_TILING_D3D_STD_64K, 0, false },
+        { "amd_64k_s", VIDMM_TILING_AMD_GFX10, 9, false },       { "morton", VIDMM_TILING_MORTON, 0, false },
+    };
+    struct timespec t0, t1;
+    unsigned kinds = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned si = 0; si < nsizes; si++) {
+        for (size_t li = 0; li < sizeof(lays) / sizeof(lays[0]); li++) {
+            for (uint32_t elem = 4; elem <= 16; elem *= 4) {
+                if (lays[li].bytes && elem != 4)
+                    continue;
+                const uint32_t e = lays[li].bytes ? 1 : elem;
+                const uint64_t px = ((uint64_t)sizes_mib[si] << 20) / e;
+                uint32_t w = 1;
+                while ((uint64_t)w * w < px)
+                    w <<= 1;
+                struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(lays[li].tiling);
+                struct vidmm_surface_desc d = { sizeof(d), w, (uint32_t)(px / w), 1, e, 1, 1, 1, 1 };
+                vidmm_swizzle_plan *p;
+                l.amd_swizzle_mode = lays[li].amd_mode;
+                int rc = vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &p);
+                if (rc == 0) {
+                    rc = vidmm_swizzle_plan_measure(p, 0);
+                    vidmm_swizzle_plan_destroy(p);
+                }
+                if (rc != 0) {
+                    fprintf(stderr, "vidmm-info: measuring %s %ux%u x %u bytes: %s\n", lays[li].name, w,
+                            (unsigned)(px / w), e, vidmm_strerror(rc));
+                    return 1;
+                }
+                kinds++;
+            }
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int rc = vidmm_swizzle_tune_save(path);
+    if (rc != 0) {
+        fprintf(stderr, "vidmm-info: writing %s: %s\n", path, vidmm_strerror(rc));
+        return 1;
+    }
+    struct vidmm_swizzle_tune_stats st = { .size = sizeof(st) };
+    vidmm_swizzle_tune_stats(&st);
+    printf("vidmm-info: measured %u kinds of copy both ways (%u winners) on %s in %.0f ms; wrote %s\n", kinds,
+           st.entries, vidmm_backend_name(),
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6, path);
+    return fflush(stdout) != 0 ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Main.
  * ------------------------------------------------------------------------------------------- */
 static void usage(FILE *f)
 {
     fputs("usage: vidmm-info [--json] [--help]\n"
+          "       vidmm-info --tune-write FILE [--tune-sizes MIB[,MIB...]]\n"
           "Report the vidmm version, CPU features, the kernel backend in use, cache sizes, and\n"
           "whether huge pages (libhugetlbfs, MAP_HUGETLB, THP), io_uring and userfaultfd work here.\n"
           "\n"
           "  --json   print one JSON object instead of text\n"
           "  --help   print this help\n"
+          "  --tune-write FILE  measure the swizzle walks of the common kinds of copy on this machine\n"
+          "           (whole surfaces of each layout, 4 and 16-byte elements, both directions, about\n"
+          "           20 ms each) and write the measured plans' table to FILE, for\n"
+          "           VIDMM_SWIZZLE_TUNE_FILE; no report is printed\n"
+          "  --tune-sizes LIST  the surface sizes measured, in MiB (default 4,64)\n"
           "\n"
           "The VIDMM_* environment variables (VIDMM_BACKEND, VIDMM_DISABLE_CPU_FEATURES, ...) are\n"
           "honoured, so the report shows what a program run with the same environment would use.\n"
@@ -964,9 +1038,30 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    const char *tune_path = NULL;
+    unsigned tune_sizes[8] = { 4, 64 }, ntune = 2;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--tune-write") == 0 && i + 1 < argc) {
+            tune_path = argv[++i];
+        } else if (strcmp(argv[i], "--tune-sizes") == 0 && i + 1 < argc) {
+            const char *q = argv[++i];
+            ntune = 0;
+            while (*q != '\0') {
+                char *end;
+                unsigned long v = strtoul(q, &end, 10);
+                if (end == q || v == 0 || v > 1024 || ntune == 8 || (*end != ',' && *end != '\0')) {
+                    fprintf(stderr, "vidmm-info: --tune-sizes: '%s' is not a list of 1..1024 MiB\n", argv[i]);
+                    return 2;
+                }
+                tune_sizes[ntune++] = (unsigned)v;
+                q = *end == ',' ? end + 1 : end;
+            }
+            if (ntune == 0) {
+                fprintf(stderr, "vidmm-info: --tune-sizes: an empty list\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -976,6 +1071,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+
+    if (tune_path != NULL)
+        return tune_write(tune_path, tune_sizes, ntune);
 
     struct utsname uts;
     char kernel[sizeof uts.release + sizeof uts.machine + 2] = "";

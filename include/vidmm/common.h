@@ -80,7 +80,8 @@ enum vidmm_option {
     VIDMM_OPT_NO_CLWB = 5,               /* bool: never use CLWB */
     VIDMM_OPT_NO_CLFLUSHOPT = 6,         /* bool: never use CLFLUSHOPT (CLFLUSH only) */
     VIDMM_OPT_CALIBRATE = 7,             /* bool, default on: measure the copy-to-WC variants once */
-    VIDMM_OPT_COUNT_ = 8
+    VIDMM_OPT_SWIZZLE_TUNE_FILE = 8,     /* string: the measured swizzle plans' table file (swizzle.h) */
+    VIDMM_OPT_COUNT_ = 9
 };
 
 /* vidmm_option_get() returns the integer value of option 'opt' (booleans are 0/1, sizes in

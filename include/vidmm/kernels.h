@@ -86,8 +86,14 @@ struct vidmm_kernel_opts {
     size_t size;                  /* sizeof(struct vidmm_kernel_opts) */
     enum vidmm_backend backend;   /* AUTO, or one for which vidmm_backend_supported() is true */
     enum vidmm_strategy strategy; /* AUTO, or a variant this call and backend offer */
+    /* Since 0.6 (a caller built against 0.5 passes the smaller size: flags 0). */
+    uint32_t flags;               /* VIDMM_PLAN_*: options of vidmm_swizzle_plan_create(); the
+                                     copy, fill and one-shot swizzle calls ignore them */
 };
-#define VIDMM_KERNEL_OPTS_INIT { sizeof(struct vidmm_kernel_opts), VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO }
+#define VIDMM_KERNEL_OPTS_INIT { sizeof(struct vidmm_kernel_opts), VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO, 0 }
+
+/* vidmm_kernel_opts.flags: a measured swizzle plan (include/vidmm/swizzle.h, "Measured plans"). */
+#define VIDMM_PLAN_MEASURE (1u << 0)
 
 /* vidmm_copy() copies 'n' bytes from 'src' to 'dst', whose memory is of kind 'dst_kind'.
  * Returns: 0, or VIDMM_E_INVALID_ARG (NULL pointer with n > 0, unknown kind, range wrapping the

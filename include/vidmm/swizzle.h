@@ -272,6 +272,14 @@ enum vidmm_swizzle_walk {
     VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR = 6 /* tile tables, streaming stores to the linear side */
 };
 
+/* How a plan's walks were chosen (vidmm_swizzle_plan_info(), "Measured plans" below). */
+enum vidmm_swizzle_tune_source {
+    VIDMM_SWIZZLE_TUNE_DEFAULT = 0,  /* the library's rules (every plan not measured) */
+    VIDMM_SWIZZLE_TUNE_MEASURED = 1, /* measured when this plan was made (or by _plan_measure()) */
+    VIDMM_SWIZZLE_TUNE_TABLE = 2,    /* the process's table had a winner for this kind of copy */
+    VIDMM_SWIZZLE_TUNE_FORCED = 3    /* vidmm_swizzle_plan_force_walk() */
+};
+
 struct vidmm_swizzle_plan_info {
     size_t size;                    /* sizeof(struct vidmm_swizzle_plan_info), set by the caller */
     uint32_t mip, layer;            /* as created (mip VIDMM_SWIZZLE_PLAN_SURFACE: whole surface) */
@@ -284,6 +292,8 @@ struct vidmm_swizzle_plan_info {
     enum vidmm_strategy strategy;   /* as asked */
     enum vidmm_swizzle_walk swizzle_walk;    /* a whole-subresource swizzle with 64-byte aligned */
     enum vidmm_swizzle_walk deswizzle_walk;  /* buffers (whole surface: of mip 0, layer 0) */
+    /* Since 0.6 (a caller passing the 0.5 size gets the fields above). */
+    enum vidmm_swizzle_tune_source tune_source; /* how the two walks above were chosen */
 };
 
 /* vidmm_swizzle_plan_info() describes a plan. Returns 0, VIDMM_E_INVALID_ARG (NULL, or
@@ -350,6 +360,92 @@ VIDMM_API int vidmm_swizzle_plan_set_threads(vidmm_swizzle_plan *plan, const str
  * pool: its first threaded copy starts one (the parent's workers are forgotten, never joined).
  * Thread safety: safe from any thread but a pool worker (a parallel_for's job must not call it). */
 VIDMM_API void vidmm_thread_pool_shutdown(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Measured plans (issue 26).
+ *
+ * The walk and store policy a copy takes are chosen by rules measured by hand on a few machines
+ * (lib/kernels/swizzle_walk.c). A plan made with VIDMM_PLAN_MEASURE in its options' 'flags'
+ * instead times the walks the library knows for its own kind of copy - the side of the streaming
+ * threshold the stores are chosen for, the four-row strips (ordinary or streaming stores), tiles
+ * grouped per kernel call or one at a time, the streaming pair walk - and keeps the fastest, in
+ * each direction, within a budget of VIDMM_SWIZZLE_TUNE_BUDGET_NS (rounds stop at the budget;
+ * at least three run, so a loaded machine may take somewhat longer): on scratch buffers of the
+ * plan's layout, element size and row length, a band of whole tile rows of at most 2 MiB (the
+ * whole subresource when smaller), the walks chosen as for the plan's real size; timed warm
+ * after an untimed copy, or cold - the band's lines flushed first - when the plan's copies
+ * exceed the streaming threshold (they do not fit the cache either). A walk is kept over the
+ * default only when its median is at least 5% faster (10% on a cold band, which tells the walks
+ * apart less well) and it beat the default in 3 rounds of 4.
+ * Every walk copies the same bytes.
+ *
+ * Winners go into a per-process table keyed by the kind of copy - CPU model, tiling and its
+ * parameter (block height, AMD swizzle mode, Morton unit, Intel bit-6), 2D or 3D, element size,
+ * size class (log2 of the bytes a copy moves), direction, backend and strategy - so the next
+ * measured plan of the same kind measures nothing. The table is saved to and loaded from a text
+ * file; VIDMM_SWIZZLE_TUNE_FILE (vidmm_option_set_string(VIDMM_OPT_SWIZZLE_TUNE_FILE)) names a
+ * file the first measured plan loads, and `vidmm-info --tune-write FILE` measures the common
+ * kinds on this machine and writes one. The format, one winner a line:
+ *   vidmm-swizzle-tune 1
+ *   cpu <the CPU's brand string, vidmm_cpu_info().model>
+ *   <tiling> <param> <2d|3d> <elem> <class> <swizzle|deswizzle> <backend> <strategy>
+ *       <big: as|off|on> <strips: as|none|cached|nt> <grouped: as|off|on> <pairs_nt: as|off|on> <gain>
+ * ('#' starts a comment line; 'gain' is the default's median time over the winner's, for
+ * information). Without the flag a plan keeps the library's rules (VIDMM_SWIZZLE_TUNE_DEFAULT):
+ * deterministic, and what the tests of the walks check. The measured walk serves whole-subresource
+ * (and whole-surface) copies, on one thread or several; box copies keep the default walk.
+ * ------------------------------------------------------------------------------------------- */
+#define VIDMM_SWIZZLE_TUNE_BUDGET_NS (20ull * 1000 * 1000)
+
+/* vidmm_swizzle_plan_measure() times the walks of 'plan' in both directions now (half of
+ * 'budget_ns' each; 0: VIDMM_SWIZZLE_TUNE_BUDGET_NS), keeps the fastest for its whole copies and
+ * records them in the table (replacing what it held for this kind), whether or not the plan was
+ * made with VIDMM_PLAN_MEASURE. Allocates scratch buffers of at most about 2 MiB a side, freed
+ * before it returns. Returns: 0, VIDMM_E_INVALID_ARG (NULL plan),
+ * VIDMM_E_NO_MEMORY (the plan is then unchanged).
+ * Thread safety: not while a copy runs through 'plan' (as vidmm_swizzle_plan_set_threads()). */
+VIDMM_API int vidmm_swizzle_plan_measure(vidmm_swizzle_plan *plan, uint64_t budget_ns);
+
+/* vidmm_swizzle_plan_walk_candidates() stores in '*count' how many distinct walks the measurement
+ * of 'plan' would time for its whole copies in one direction ('deswizzle' false: swizzle), the
+ * default first (1: only the default, e.g. the scalar backend's reference walk).
+ * vidmm_swizzle_plan_force_walk() makes walk 'index' of that list the one the plan's whole copies
+ * take in that direction (0: the default again), for benchmarks and tests comparing the walks;
+ * vidmm_swizzle_plan_info() then reports it (tune_source VIDMM_SWIZZLE_TUNE_FORCED, or DEFAULT
+ * for index 0). Every walk copies the same bytes. Returns: 0, VIDMM_E_INVALID_ARG (NULL plan or
+ * count, index not below the count; the plan is then unchanged). force_walk's thread safety: as
+ * vidmm_swizzle_plan_measure(). */
+VIDMM_API int vidmm_swizzle_plan_walk_candidates(const vidmm_swizzle_plan *plan, bool deswizzle, uint32_t *count);
+VIDMM_API int vidmm_swizzle_plan_force_walk(vidmm_swizzle_plan *plan, bool deswizzle, uint32_t index);
+
+/* vidmm_swizzle_tune_save() writes the table to 'path' (NULL: the file VIDMM_SWIZZLE_TUNE_FILE
+ * names), through a temporary file renamed over it. Returns: 0, VIDMM_E_INVALID_ARG (NULL path
+ * and no option set), VIDMM_E_IO (the file could not be written; 'path' is unchanged). */
+VIDMM_API int vidmm_swizzle_tune_save(const char *path);
+
+/* vidmm_swizzle_tune_load() reads a table file into the table (entries of the same kind are
+ * replaced, others kept). Returns: 0; VIDMM_E_INVALID_ARG (NULL path and no option set, or a
+ * malformed file: not the header above, an unknown word, a number out of range, a line too long
+ * or too many lines - a VIDMM_LOG_DEBUG line names the line); VIDMM_E_UNSUPPORTED (the file was
+ * written on another CPU model: its winners do not apply here); VIDMM_E_IO (unreadable). On any
+ * error the table is unchanged. */
+VIDMM_API int vidmm_swizzle_tune_load(const char *path);
+
+/* vidmm_swizzle_tune_clear() empties the table (the file the option names is loaded again by the
+ * next measured plan). Can't fail. */
+VIDMM_API void vidmm_swizzle_tune_clear(void);
+
+/* What the table holds and has done, since the process started. */
+struct vidmm_swizzle_tune_stats {
+    size_t size;                 /* sizeof(struct vidmm_swizzle_tune_stats), set by the caller */
+    uint32_t entries;            /* winners in the table */
+    uint64_t measurements;       /* plan directions measured (by creation or _plan_measure()) */
+    uint64_t table_hits;         /* plan directions served from the table without measuring */
+};
+
+/* vidmm_swizzle_tune_stats() fills '*st'. Returns 0, VIDMM_E_INVALID_ARG (NULL, size too small).
+ * Thread safety: everything above is safe from any thread (the table has a lock). */
+VIDMM_API int vidmm_swizzle_tune_stats(struct vidmm_swizzle_tune_stats *st);
 
 VIDMM_END_DECLS
 

@@ -75,7 +75,7 @@ static bool may_be_busy(uint32_t type)
 
 static const struct vidmm_kernel_opts *paging_opts(uint64_t size)
 {
-    static const struct vidmm_kernel_opts nt = { sizeof nt, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_NONTEMPORAL };
+    static const struct vidmm_kernel_opts nt = { sizeof nt, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_NONTEMPORAL, 0 };
     return size >= VM_PAGING_NT_MIN ? &nt : NULL;
 }
 

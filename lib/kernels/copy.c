@@ -405,7 +405,7 @@ int vidmm_copy_to_wc(void *dst, const void *src, size_t n)
 int vidmm_copy_from_wc(void *dst, const void *src, size_t n)
 {
     static const struct vidmm_kernel_opts stream = {
-        sizeof(struct vidmm_kernel_opts), VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_STREAM_LOAD
+        sizeof(struct vidmm_kernel_opts), VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_STREAM_LOAD, 0
     };
     return vidmm_copy_ex(dst, src, n, VIDMM_MEM_CACHED, &stream);
 }

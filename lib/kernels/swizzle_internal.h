@@ -170,6 +170,71 @@ enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_
                                       enum vidmm_backend backend, enum vidmm_strategy strategy,
                                       uint64_t stream_bytes);
 
+/* A measured override of the walk choose_walk() picks (issue 26, measured plans): each knob
+ * VIDMM_SWZ_TUNE_AS keeps the default's choice. All zero: the default walk. Only copies through
+ * a tuned plan read it (vidmm_swz_run_tuned()); vidmm_swz_run() never does. */
+enum { VIDMM_SWZ_TUNE_AS = 0, VIDMM_SWZ_TUNE_OFF = 1, VIDMM_SWZ_TUNE_ON = 2 };
+enum { VIDMM_SWZ_STRIPS_NONE = 1, VIDMM_SWZ_STRIPS_CACHED = 2, VIDMM_SWZ_STRIPS_NT = 3 };
+struct vidmm_swz_tune {
+    uint8_t big;       /* the side of the streaming threshold the walk is chosen for (ON: at or
+                          above it, as a copy larger than the cache; OFF: below); AUTO strategy only */
+    uint8_t strips;    /* four-row strips: VIDMM_SWZ_STRIPS_* or AS */
+    uint8_t grouped;   /* tiles grouped per kernel call (else the GOB tile-by-tile walk) */
+    uint8_t pairs_nt;  /* the streaming pair walk (GOB lines whole; a deswizzle's linear rows) */
+};
+#define VIDMM_SWZ_MAX_CANDIDATES 24
+
+/* vidmm_swz_run_tuned() is vidmm_swz_run() with the walk of 'tune' (apply_tune() in
+ * swizzle_walk.c): the same bytes, another walk. */
+void vidmm_swz_run_tuned(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                         unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum vidmm_swz_dir dir,
+                         enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes,
+                         const struct vidmm_swz_tune *tune);
+
+/* vidmm_swz_walk_of_tuned() is vidmm_swz_walk_of() under 'tune'. */
+enum vidmm_swz_walk vidmm_swz_walk_of_tuned(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
+                                            enum vidmm_backend backend, enum vidmm_strategy strategy,
+                                            uint64_t stream_bytes, const struct vidmm_swz_tune *tune);
+
+/* vidmm_swz_tune_candidates() lists in 'out' (up to 'max') overrides giving distinct walks for
+ * a copy of 'm' in direction 'dir' with a 64-byte aligned tiled buffer, the default (all AS)
+ * first; returns how many. One (the default) when the backend walks by reference. */
+unsigned vidmm_swz_tune_candidates(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir, enum vidmm_backend backend,
+                                   enum vidmm_strategy strategy, uint64_t stream_bytes, struct vidmm_swz_tune *out,
+                                   unsigned max);
+
+/* The kind of copy a measured winner is for (swizzle_tune.c; the CPU model is the table's). */
+struct vidmm_swz_tune_key {
+    uint32_t tiling;      /* enum vidmm_tiling */
+    uint32_t param;       /* block height | block depth << 8 (BLOCK_LINEAR), the swizzle mode
+                             (AMD_GFX10), the unit (MORTON), the flags (INTEL_*), the equation's
+                             bits (EQUATION); else 0 */
+    uint32_t dims;        /* 2 or 3 */
+    uint32_t elem;        /* element bytes */
+    uint32_t size_class;  /* floor(log2(bytes a copy moves)) */
+    uint32_t dir;         /* enum vidmm_swz_dir */
+    uint32_t backend;     /* never AUTO */
+    uint32_t strategy;
+};
+
+/* vidmm_swz_tune_key_of() is the key of copies of subresource 'm' (of the surface 's') moving
+ * 'moved' bytes each. */
+void vidmm_swz_tune_key_of(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *m, uint64_t moved,
+                           enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
+                           struct vidmm_swz_tune_key *k);
+
+/* vidmm_swz_tune_lookup() finds the winner of 'k' in the table (loading the file the option
+ * names first, once): true and '*t', or false. Counts a hit. */
+bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *t);
+
+/* vidmm_swz_tune_measure() times the candidate walks of copies of subresource 'm' of 's' in
+ * direction 'dir' within 'budget_ns' and stores the fastest in '*best' (all AS when the
+ * default won or nothing else exists) and in the table under 'k'. 'moved' is the bytes a real
+ * copy moves (the walks are chosen as for it). Returns 0 or VIDMM_E_NO_MEMORY (nothing stored). */
+int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *m, uint64_t moved,
+                           enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
+                           uint64_t budget_ns, const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *best);
+
 /* Overflow-checked 64-bit arithmetic for the families' size sums. */
 static inline bool vidmm_swz_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {

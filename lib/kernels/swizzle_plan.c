@@ -25,6 +25,11 @@ struct vidmm_swizzle_plan {
     vidmm_parallel_for_fn pfor;
     void *pctx;
     uint64_t min_bytes;
+    /* Measured walks (vidmm_swizzle_plan_measure(), VIDMM_PLAN_MEASURE): bit 1 << dir set when
+     * whole copies in direction 'dir' take tune[dir]; 0 for every other plan. */
+    uint8_t tuned;
+    uint8_t tune_source;            /* enum vidmm_swizzle_tune_source */
+    struct vidmm_swz_tune tune[2];
 };
 
 static bool ranges_overlap(const void *a, uint64_t na, const void *b, uint64_t nb)
@@ -49,6 +54,8 @@ static int plan_build(const char *call, struct vidmm_swizzle_plan *p, const stru
     p->pfor = NULL;
     p->pctx = NULL;
     p->min_bytes = 0;
+    p->tuned = 0;
+    p->tune_source = VIDMM_SWIZZLE_TUNE_DEFAULT;
     return 0;
 }
 
@@ -114,6 +121,7 @@ struct par_ctx {
     enum vidmm_swz_dir dir;
     uint64_t stream_bytes;
     uint32_t indep_end;            /* whole: subresources below this index may have own jobs */
+    bool tuned;                    /* a whole copy of a measured plan: the plan's tune[dir] */
     uint32_t njobs;
     struct par_job job[PAR_MAX_JOBS];
 };
@@ -260,15 +268,23 @@ static void par_job_run(void *arg, uint32_t index)
     struct vidmm_swz_mip m;
 
     if (!p->whole) {
-        vidmm_swz_run(&p->m, &j->b, c->tiled, c->linear + j->lin_off, c->row_pitch, c->slice_pitch, c->dir,
-                      p->backend, p->strategy, c->stream_bytes);
+        if (c->tuned)
+            vidmm_swz_run_tuned(&p->m, &j->b, c->tiled, c->linear + j->lin_off, c->row_pitch, c->slice_pitch,
+                                c->dir, p->backend, p->strategy, c->stream_bytes, &p->tune[c->dir]);
+        else
+            vidmm_swz_run(&p->m, &j->b, c->tiled, c->linear + j->lin_off, c->row_pitch, c->slice_pitch, c->dir,
+                          p->backend, p->strategy, c->stream_bytes);
         return;
     }
     if (!j->rest) {
         if (vidmm_swz_prepare(&p->s, p->fam, j->mip, j->layer, &m) == 0) {
             const size_t row = (size_t)m.w * m.elem;
-            vidmm_swz_run(&m, &j->b, c->tiled, c->linear + j->lin_off, row, row * m.h, c->dir, p->backend,
-                          p->strategy, c->stream_bytes);
+            if (c->tuned)
+                vidmm_swz_run_tuned(&m, &j->b, c->tiled, c->linear + j->lin_off, row, row * m.h, c->dir, p->backend,
+                                    p->strategy, c->stream_bytes, &p->tune[c->dir]);
+            else
+                vidmm_swz_run(&m, &j->b, c->tiled, c->linear + j->lin_off, row, row * m.h, c->dir, p->backend,
+                              p->strategy, c->stream_bytes);
         }
         return;
     }
@@ -290,8 +306,12 @@ static void par_job_run(void *arg, uint32_t index)
                 continue;
             struct vidmm_box b = { 0, 0, 0, m.w, m.h, m.d };
             const size_t row = (size_t)m.w * m.elem;
-            vidmm_swz_run(&m, &b, c->tiled, c->linear + m.linear_offset, row, row * m.h, c->dir, p->backend,
-                          p->strategy, c->stream_bytes);
+            if (c->tuned)
+                vidmm_swz_run_tuned(&m, &b, c->tiled, c->linear + m.linear_offset, row, row * m.h, c->dir,
+                                    p->backend, p->strategy, c->stream_bytes, &p->tune[c->dir]);
+            else
+                vidmm_swz_run(&m, &b, c->tiled, c->linear + m.linear_offset, row, row * m.h, c->dir, p->backend,
+                              p->strategy, c->stream_bytes);
         }
     }
 }
@@ -308,13 +328,13 @@ static void dispatch(const struct vidmm_swizzle_plan *p, struct par_ctx *c)
 /* par_sub() copies box 'b' of a subresource plan on several threads: false (nothing done) when
  * it would be one band. */
 static bool par_sub(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b, unsigned char *tiled,
-                    unsigned char *linear, size_t rp, size_t sp, enum vidmm_swz_dir dir, uint64_t moved)
+                    unsigned char *linear, size_t rp, size_t sp, enum vidmm_swz_dir dir, uint64_t moved, bool tuned)
 {
     struct par_ctx *c = malloc(sizeof(*c));
     if (c == NULL)
         return false;
     *c = (struct par_ctx){ .p = p, .tiled = tiled, .linear = linear, .row_pitch = rp, .slice_pitch = sp,
-                           .dir = dir, .stream_bytes = moved };
+                           .dir = dir, .stream_bytes = moved, .tuned = tuned };
     split_box(c, &p->m, p->mip, p->layer, b, 0, rp, sp, bands_for(p, moved));
     const bool many = c->njobs > 1;
     if (many)
@@ -338,7 +358,7 @@ static bool par_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, 
     if (c == NULL)
         return false;
     *c = (struct par_ctx){ .p = p, .tiled = tiled, .linear = linear, .dir = dir, .stream_bytes = p->lin,
-                           .indep_end = UINT32_MAX };
+                           .indep_end = UINT32_MAX, .tuned = (p->tuned >> dir & 1) != 0 };
     for (uint32_t layer = 0; layer < p->s.layers; layer++) {
         for (uint32_t mip = 0; mip < p->s.mips; mip++) {
             if (vidmm_swz_prepare(&p->s, p->fam, mip, layer, &m) < 0)
@@ -377,6 +397,26 @@ static bool par_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, 
 one:
     free(c);
     return false;
+}
+
+/* copy_sub_tuned() runs a checked subresource copy of a measured plan (copy_sub()): its walk
+ * for whole-subresource copies in a measured direction, the default walk otherwise. */
+static __attribute__((noinline)) int copy_sub_tuned(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b,
+                                                    unsigned char *tiled, unsigned char *linear, size_t rp,
+                                                    size_t sp, enum vidmm_backend backend,
+                                                    enum vidmm_strategy strategy, enum vidmm_swz_dir dir,
+                                                    uint64_t moved)
+{
+    const struct vidmm_swz_mip *mp = &p->m;
+    const bool tuned = (p->tuned >> dir & 1) != 0 && (b->x | b->y | b->z) == 0 && b->width == mp->w &&
+                       b->height == mp->h && b->depth == mp->d;
+    if (p->threads > 1 && moved >= p->min_bytes && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned))
+        return 0;
+    if (tuned)
+        vidmm_swz_run_tuned(mp, b, tiled, linear, rp, sp, dir, backend, strategy, moved, &p->tune[dir]);
+    else
+        vidmm_swz_run(mp, b, tiled, linear, rp, sp, dir, backend, strategy, moved);
+    return 0;
 }
 
 /* copy_sub() checks the box and buffers of one subresource copy and runs it. */
@@ -421,8 +461,14 @@ static int copy_sub(const char *call, const struct vidmm_swizzle_plan *p, const 
                                 "(spec swizzle.h)", (void *)tiled, (unsigned long long)total, (void *)linear,
                                 (unsigned long long)need);
     const uint64_t moved = (uint64_t)b.width * mp->elem * b.height * b.depth;
+    /* A measured plan's walk serves its whole-subresource copies: the one plan field the default
+     * path tests, the rest out of line (inline, the test cost every small box copy 17-33
+     * instructions more: tools/bench_gate.sh, 2026-11-28). */
+    if (VIDMM_UNLIKELY(p->tuned != 0))
+        return copy_sub_tuned(p, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, backend, strategy, dir,
+                              moved);
     if (p->threads > 1 && moved >= p->min_bytes && par_sub(p, &b, tiled, linear, row_pitch,
-                                                           b.depth > 1 ? slice_pitch : 0, dir, moved))
+                                                           b.depth > 1 ? slice_pitch : 0, dir, moved, false))
         return 0;
     vidmm_swz_run(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy, moved);
     return 0;
@@ -452,7 +498,11 @@ static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsi
                 return err; /* only possible on the first subresource: the rest resolve alike */
             struct vidmm_box b = { 0, 0, 0, m.w, m.h, m.d };
             size_t row = (size_t)m.w * m.elem;
-            vidmm_swz_run(&m, &b, tiled, linear + m.linear_offset, row, row * m.h, dir, backend, strategy, p->lin);
+            if (VIDMM_UNLIKELY(p->tuned >> dir & 1))
+                vidmm_swz_run_tuned(&m, &b, tiled, linear + m.linear_offset, row, row * m.h, dir, backend, strategy,
+                                    p->lin, &p->tune[dir]);
+            else
+                vidmm_swz_run(&m, &b, tiled, linear + m.linear_offset, row, row * m.h, dir, backend, strategy, p->lin);
         }
     }
     return 0;
@@ -639,6 +689,7 @@ static int copy_surface(const struct vidmm_tile_layout *layout, const struct vid
     int err;
 
     p.threads = 0; /* the calling thread (not the whole struct zeroed: ~4 KiB a call) */
+    p.tuned = 0;   /* the rules' walks */
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0 ||
         (err = vidmm_swz_open(call, layout, surface, &p.s, &p.fam, &p.lin, &p.total)) < 0 ||
         (err = check_opts(call, backend, strategy)) < 0)
@@ -678,6 +729,41 @@ int vidmm_deswizzle_surface(const struct vidmm_tile_layout *layout, const struct
  * The plan API.
  * ------------------------------------------------------------------------------------------- */
 
+/* struct vidmm_kernel_opts up to 'flags' (0.6). */
+#define OPTS_FLAGS_SIZE (offsetof(struct vidmm_kernel_opts, flags) + sizeof(uint32_t))
+
+/* plan_tune() chooses the walks of 'p''s whole copies in both directions (swizzle_tune.c):
+ * from the table when 'use_table' and it has them, else measured within 'budget_ns' (half each
+ * way) and recorded. The plan changes only on success: VIDMM_E_NO_MEMORY leaves it as it was. */
+static int plan_tune(struct vidmm_swizzle_plan *p, uint64_t budget_ns, bool use_table)
+{
+    struct vidmm_swz_tune t[2];
+    struct vidmm_swz_tune_key k;
+    const struct vidmm_swz_mip *m = &p->m;
+    const uint64_t moved = p->whole ? p->lin : (uint64_t)m->w * m->h * m->d * m->elem;
+    bool measured = false;
+    int err;
+
+    for (unsigned dir = 0; dir < 2; dir++) {
+        vidmm_swz_tune_key_of(&p->s, m, moved, (enum vidmm_swz_dir)dir, p->backend, p->strategy, &k);
+        if (use_table && vidmm_swz_tune_lookup(&k, &t[dir]))
+            continue;
+        if ((err = vidmm_swz_tune_measure(&p->s, m, moved, (enum vidmm_swz_dir)dir, p->backend, p->strategy,
+                                          budget_ns / 2, &k, &t[dir])) < 0)
+            return err;
+        measured = true;
+    }
+    p->tuned = 0;
+    for (unsigned dir = 0; dir < 2; dir++) {
+        p->tune[dir] = t[dir];
+        const struct vidmm_swz_tune none = { 0 };
+        if (memcmp(&t[dir], &none, sizeof(none)) != 0)
+            p->tuned |= (uint8_t)(1u << dir);
+    }
+    p->tune_source = measured ? VIDMM_SWIZZLE_TUNE_MEASURED : VIDMM_SWIZZLE_TUNE_TABLE;
+    return 0;
+}
+
 int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                               uint32_t mip, uint32_t layer, const struct vidmm_kernel_opts *opts,
                               vidmm_swizzle_plan **plan)
@@ -694,6 +780,10 @@ int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const stru
                                 "(spec swizzle.h)", layer);
     if ((err = vidmm_read_kernel_opts(opts, &backend, &strategy)) < 0)
         return err;
+    const uint32_t flags = opts != NULL && opts->size >= OPTS_FLAGS_SIZE ? opts->flags : 0;
+    if ((flags & ~(uint32_t)VIDMM_PLAN_MEASURE) != 0)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "opts->flags", "0x%x: unknown bits 0x%x "
+                                "(spec kernels.h)", flags, flags & ~(uint32_t)VIDMM_PLAN_MEASURE);
     /* The surface copy holds _Alignas(16) state: aligned_alloc, not malloc's 16 by chance. */
     struct vidmm_swizzle_plan *p = aligned_alloc(64, (sizeof(*p) + 63) / 64 * 64);
     if (p == NULL)
@@ -705,8 +795,57 @@ int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const stru
     }
     p->backend = backend;
     p->strategy = strategy;
+    if ((flags & VIDMM_PLAN_MEASURE) != 0 && (err = plan_tune(p, VIDMM_SWIZZLE_TUNE_BUDGET_NS, true)) < 0) {
+        free(p);
+        return err;
+    }
     *plan = p;
     return 0;
+}
+
+/* plan_candidates() lists the walks of 'p''s whole copies in direction 'dir' (the default first). */
+static unsigned plan_candidates(const struct vidmm_swizzle_plan *p, enum vidmm_swz_dir dir,
+                                struct vidmm_swz_tune *out)
+{
+    const struct vidmm_swz_mip *m = &p->m;
+    const uint64_t moved = p->whole ? p->lin : (uint64_t)m->w * m->h * m->d * m->elem;
+    return vidmm_swz_tune_candidates(m, dir, p->backend, p->strategy, moved, out, VIDMM_SWZ_MAX_CANDIDATES);
+}
+
+int vidmm_swizzle_plan_walk_candidates(const vidmm_swizzle_plan *plan, bool deswizzle, uint32_t *count)
+{
+    struct vidmm_swz_tune c[VIDMM_SWZ_MAX_CANDIDATES];
+    if (plan == NULL || count == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, plan == NULL ? "plan" : "count",
+                                "NULL (spec swizzle.h)");
+    *count = plan_candidates(plan, deswizzle ? VIDMM_SWZ_UNTILE : VIDMM_SWZ_TILE, c);
+    return 0;
+}
+
+int vidmm_swizzle_plan_force_walk(vidmm_swizzle_plan *plan, bool deswizzle, uint32_t index)
+{
+    struct vidmm_swz_tune c[VIDMM_SWZ_MAX_CANDIDATES];
+    if (plan == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "plan", "NULL (spec swizzle.h)");
+    const enum vidmm_swz_dir dir = deswizzle ? VIDMM_SWZ_UNTILE : VIDMM_SWZ_TILE;
+    const unsigned n = plan_candidates(plan, dir, c);
+    if (index >= n)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "index", "%u, not below the plan's %u walks "
+                                "(spec swizzle.h)", index, n);
+    plan->tune[dir] = c[index];
+    if (index == 0)
+        plan->tuned &= (uint8_t)~(1u << dir);
+    else
+        plan->tuned |= (uint8_t)(1u << dir);
+    plan->tune_source = plan->tuned != 0 ? VIDMM_SWIZZLE_TUNE_FORCED : VIDMM_SWIZZLE_TUNE_DEFAULT;
+    return 0;
+}
+
+int vidmm_swizzle_plan_measure(vidmm_swizzle_plan *plan, uint64_t budget_ns)
+{
+    if (plan == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "plan", "NULL (spec swizzle.h)");
+    return plan_tune(plan, budget_ns != 0 ? budget_ns : VIDMM_SWIZZLE_TUNE_BUDGET_NS, false);
 }
 
 void vidmm_swizzle_plan_destroy(vidmm_swizzle_plan *plan)
@@ -803,9 +942,14 @@ int vidmm_swizzle_plan_info(const vidmm_swizzle_plan *plan, struct vidmm_swizzle
     info->linear_size = moved;
     info->backend = plan->backend == VIDMM_BACKEND_AUTO ? vidmm_backend_active() : plan->backend;
     info->strategy = plan->strategy;
-    info->swizzle_walk =
-        (enum vidmm_swizzle_walk)vidmm_swz_walk_of(m, VIDMM_SWZ_TILE, plan->backend, plan->strategy, moved);
-    info->deswizzle_walk =
-        (enum vidmm_swizzle_walk)vidmm_swz_walk_of(m, VIDMM_SWZ_UNTILE, plan->backend, plan->strategy, moved);
+    info->swizzle_walk = (enum vidmm_swizzle_walk)(
+        plan->tuned & 1 ? vidmm_swz_walk_of_tuned(m, VIDMM_SWZ_TILE, plan->backend, plan->strategy, moved, &plan->tune[0])
+                        : vidmm_swz_walk_of(m, VIDMM_SWZ_TILE, plan->backend, plan->strategy, moved));
+    info->deswizzle_walk = (enum vidmm_swizzle_walk)(
+        plan->tuned & 2 ? vidmm_swz_walk_of_tuned(m, VIDMM_SWZ_UNTILE, plan->backend, plan->strategy, moved,
+                                                  &plan->tune[1])
+                        : vidmm_swz_walk_of(m, VIDMM_SWZ_UNTILE, plan->backend, plan->strategy, moved));
+    if (size >= offsetof(struct vidmm_swizzle_plan_info, tune_source) + sizeof(info->tune_source))
+        info->tune_source = (enum vidmm_swizzle_tune_source)plan->tune_source;
     return 0;
 }

@@ -799,23 +799,84 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     w->pairs_nt = pairs_nt;
 }
 
-/* run_copy() copies with the walk choose_walk() picks. */
-static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
-                     unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
-                     enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
+/* apply_tune() is choose_walk() under a measured override (struct vidmm_swz_tune, chosen by
+ * lib/kernels/swizzle_tune.c): the store side of the streaming threshold, then the strip walk,
+ * the tile groups and the streaming pair walk each as asked, but only where the kernels and the
+ * tiled buffer's alignment allow what choose_walk() itself would allow for them; an override
+ * that does not apply leaves that part of the default. Every walk is an exact copy, so any
+ * override gives the default's bytes. Only tuned plans come here (run_copy_tuned()); the
+ * default path never tests the override. */
+static inline __attribute__((always_inline)) void apply_tune(const struct vidmm_swz_mip *m, enum dir dir,
+                                                             enum vidmm_backend backend,
+                                                             enum vidmm_strategy strategy, uint64_t stream_bytes,
+                                                             uintptr_t tiled_addr, uint16_t *inv,
+                                                             const struct vidmm_swz_tune *tune,
+                                                             struct walk_choice *w)
 {
-    uint16_t inv[INV_MAX];
-    struct walk_choice w;
+    if (tune->big != VIDMM_SWZ_TUNE_AS && strategy == VIDMM_STRATEGY_AUTO) {
+        const uint64_t thr = vidmm_nt_threshold() > 0 ? vidmm_nt_threshold() : 1;
+        if (tune->big == VIDMM_SWZ_TUNE_ON && stream_bytes < thr)
+            stream_bytes = thr;
+        else if (tune->big == VIDMM_SWZ_TUNE_OFF && stream_bytes >= thr)
+            stream_bytes = thr - 1;
+    }
+    choose_walk(m, dir, backend, strategy, stream_bytes, tiled_addr, inv, w);
+    const struct vidmm_kernel_ops *ops = w->ops;
+    if (w->reference)
+        return;
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
+    const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
+    switch (tune->strips) {
+    case VIDMM_SWZ_STRIPS_NONE:
+        w->strip_walk = STRIPS_NONE;
+        break;
+    case VIDMM_SWZ_STRIPS_CACHED:
+        if (!w->stream && (strip16 || qstrip8))
+            w->strip_walk = STRIPS_CACHED;
+        break;
+    case VIDMM_SWZ_STRIPS_NT:
+        if (dir == TILE ? (strip16 || qstrip8) && ops->swz_strip16_nt != NULL && ops->swz_qstrip8_nt != NULL
+                        : !w->stream && strip16 && ops->unswz_strip16_nt != NULL)
+            w->strip_walk = STRIPS_NT;
+        break;
+    default:
+        break;
+    }
+    if (tune->grouped != VIDMM_SWZ_TUNE_AS)
+        w->grouped = tune->grouped == VIDMM_SWZ_TUNE_ON;
+    if (tune->pairs_nt == VIDMM_SWZ_TUNE_OFF) {
+        w->pairs_nt = false;
+    } else if (tune->pairs_nt == VIDMM_SWZ_TUNE_ON && !w->stream) {
+        if (dir == TILE ? ops->swz_pairs16_nt != NULL && (tiled_addr & 63) == 0 && plines16(t)
+                        : t->pair16 && ops->unswz_pairs16_nt != NULL)
+            w->pairs_nt = true;
+    }
+    if (w->pairs_nt) {
+        /* The pair walk runs alone (copy_tiles_pairs_nt()): what else was chosen is moot. */
+        w->nt_walk = NT_NONE;
+        w->strip_walk = STRIPS_NONE;
+        w->grouped = false;
+    }
+}
 
-    choose_walk(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
-    if (w.reference) {
+/* run_walk() moves box 'b' with the walk 'w' (choose_walk() or apply_tune()). Forced inline
+ * into both run_copy() and run_copy_tuned(), so that the default path compiles as it did when
+ * this was run_copy()'s own body. */
+static inline __attribute__((always_inline)) void run_walk(const struct walk_choice *w,
+                                                           const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                           unsigned char *tiled, unsigned char *linear,
+                                                           size_t row_pitch, size_t slice_pitch, enum dir dir,
+                                                           const uint16_t *inv)
+{
+    if (w->reference) {
         copy_box(m, b, tiled, linear, row_pitch, slice_pitch, dir);
         return;
     }
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
-    if (b->height == 1 && b->depth == 1 && t->run_log2 == 4 && ((x0 | x1) & 15) == 0 && w.nt_walk == NT_NONE &&
-        !w.stream && !w.pairs_nt && w.strip_walk != STRIPS_NT) {
+    if (b->height == 1 && b->depth == 1 && t->run_log2 == 4 && ((x0 | x1) & 15) == 0 && w->nt_walk == NT_NONE &&
+        !w->stream && !w->pairs_nt && w->strip_walk != STRIPS_NT) {
         /* A box one row tall (row_runs16(); here rather than in copy_tiles(), whose other walks
          * then keep their register allocation: inside, small boxes of other layouts took up to
          * 1.4% more instructions). */
@@ -826,13 +887,40 @@ static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, u
     }
     /* copy_tiles() instantiated twice: the streaming pair walk's remainder groups cost the
      * other walks' small boxes 1-2% more instructions when it was one function (Callgrind). */
-    if (w.pairs_nt)
-        copy_tiles_pairs_nt(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops);
+    if (w->pairs_nt)
+        copy_tiles_pairs_nt(m, b, tiled, linear, row_pitch, slice_pitch, dir, w->ops);
     else
-        copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.nt_walk, inv, w.stream ? w.ops : NULL, w.ops,
-                   w.grouped, w.strip_walk, false);
-    if (w.strip_walk == STRIPS_NT || w.nt_walk != NT_NONE || w.pairs_nt)
+        copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w->nt_walk, inv, w->stream ? w->ops : NULL,
+                   w->ops, w->grouped, w->strip_walk, false);
+    if (w->strip_walk == STRIPS_NT || w->nt_walk != NT_NONE || w->pairs_nt)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
+}
+
+/* run_copy() copies with the walk choose_walk() picks. */
+static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                     unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
+                     enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
+{
+    uint16_t inv[INV_MAX];
+    struct walk_choice w;
+
+    choose_walk(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
+    run_walk(&w, m, b, tiled, linear, row_pitch, slice_pitch, dir, inv);
+}
+
+/* run_copy_tuned() copies with the walk of a measured override (apply_tune()). Out of line and
+ * separate from run_copy(), so that the default path carries none of it. */
+static __attribute__((noinline)) void run_copy_tuned(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                     unsigned char *tiled, unsigned char *linear, size_t row_pitch,
+                                                     size_t slice_pitch, enum dir dir, enum vidmm_backend backend,
+                                                     enum vidmm_strategy strategy, uint64_t stream_bytes,
+                                                     const struct vidmm_swz_tune *tune)
+{
+    uint16_t inv[INV_MAX];
+    struct walk_choice w;
+
+    apply_tune(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, tune, &w);
+    run_walk(&w, m, b, tiled, linear, row_pitch, slice_pitch, dir, inv);
 }
 
 void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
@@ -849,6 +937,22 @@ void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, uns
         run_copy(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, backend, strategy, stream_bytes);
 }
 
+/* walk_name() is the public name of walk 'w' for a copy in direction 'dir'. */
+static enum vidmm_swz_walk walk_name(const struct walk_choice *w, enum dir dir)
+{
+    if (w->reference)
+        return VIDMM_SWZ_WALK_REFERENCE;
+    if (w->stream)
+        return VIDMM_SWZ_WALK_STREAM_LOAD;
+    if (w->strip_walk == STRIPS_NT)
+        return VIDMM_SWZ_WALK_STRIPS_NT;
+    if (w->strip_walk == STRIPS_CACHED)
+        return VIDMM_SWZ_WALK_STRIPS;
+    if (w->pairs_nt)
+        return dir == TILE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES_NT_LINEAR;
+    return w->nt_walk != NT_NONE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES;
+}
+
 enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
                                       enum vidmm_backend backend, enum vidmm_strategy strategy,
                                       uint64_t stream_bytes)
@@ -857,15 +961,81 @@ enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_
     struct walk_choice w;
 
     choose_walk(m, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, backend, strategy, stream_bytes, 0, inv, &w);
-    if (w.reference)
-        return VIDMM_SWZ_WALK_REFERENCE;
-    if (w.stream)
-        return VIDMM_SWZ_WALK_STREAM_LOAD;
-    if (w.strip_walk == STRIPS_NT)
-        return VIDMM_SWZ_WALK_STRIPS_NT;
-    if (w.strip_walk == STRIPS_CACHED)
-        return VIDMM_SWZ_WALK_STRIPS;
-    if (w.pairs_nt)
-        return dir == VIDMM_SWZ_TILE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES_NT_LINEAR;
-    return w.nt_walk != NT_NONE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES;
+    return walk_name(&w, dir == VIDMM_SWZ_TILE ? TILE : UNTILE);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Measured overrides (issue 26, measured plans; the measuring is lib/kernels/swizzle_tune.c).
+ * ------------------------------------------------------------------------------------------- */
+
+void vidmm_swz_run_tuned(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
+                         unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum vidmm_swz_dir dir,
+                         enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes,
+                         const struct vidmm_swz_tune *tune)
+{
+    if (dir == VIDMM_SWZ_TILE)
+        run_copy_tuned(m, b, tiled, linear, row_pitch, slice_pitch, TILE, backend, strategy, stream_bytes, tune);
+    else
+        run_copy_tuned(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, backend, strategy, stream_bytes, tune);
+}
+
+enum vidmm_swz_walk vidmm_swz_walk_of_tuned(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
+                                            enum vidmm_backend backend, enum vidmm_strategy strategy,
+                                            uint64_t stream_bytes, const struct vidmm_swz_tune *tune)
+{
+    uint16_t inv[INV_MAX];
+    struct walk_choice w;
+    const enum dir d = dir == VIDMM_SWZ_TILE ? TILE : UNTILE;
+
+    apply_tune(m, d, backend, strategy, stream_bytes, 0, inv, tune, &w);
+    return walk_name(&w, d);
+}
+
+/* same_walk() tells whether two walks move the bytes the same way: the fields copy_tiles()
+ * reads, with those a walk ignores left out ('grouped' without a pair or quad kernel to group
+ * with, or under streaming stores of the tile walk). */
+static bool same_walk(const struct vidmm_swz_mip *m, const struct walk_choice *a, const struct walk_choice *b)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    const struct vidmm_kernel_ops *ops = a->ops;
+    const bool groups = ops != NULL && ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
+                        t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1;
+    const bool ga = groups && a->grouped && a->nt_walk == NT_NONE && !a->stream;
+    const bool gb = groups && b->grouped && b->nt_walk == NT_NONE && !b->stream;
+    return a->reference == b->reference && a->nt_walk == b->nt_walk && a->strip_walk == b->strip_walk &&
+           a->stream == b->stream && a->pairs_nt == b->pairs_nt && ga == gb;
+}
+
+unsigned vidmm_swz_tune_candidates(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir, enum vidmm_backend backend,
+                                   enum vidmm_strategy strategy, uint64_t stream_bytes, struct vidmm_swz_tune *out,
+                                   unsigned max)
+{
+    static const uint8_t bigs[] = { VIDMM_SWZ_TUNE_AS, VIDMM_SWZ_TUNE_OFF, VIDMM_SWZ_TUNE_ON };
+    static const uint8_t strips[] = { VIDMM_SWZ_TUNE_AS, VIDMM_SWZ_STRIPS_NONE, VIDMM_SWZ_STRIPS_CACHED,
+                                      VIDMM_SWZ_STRIPS_NT };
+    static const uint8_t tri[] = { VIDMM_SWZ_TUNE_AS, VIDMM_SWZ_TUNE_OFF, VIDMM_SWZ_TUNE_ON };
+    struct walk_choice seen[VIDMM_SWZ_MAX_CANDIDATES];
+    uint16_t inv[INV_MAX];
+    const enum dir d = dir == VIDMM_SWZ_TILE ? TILE : UNTILE;
+    unsigned n = 0;
+
+    if (max > VIDMM_SWZ_MAX_CANDIDATES)
+        max = VIDMM_SWZ_MAX_CANDIDATES;
+    /* The all-"as chosen" override comes first: it is the default walk. */
+    for (unsigned i = 0; i < sizeof(bigs); i++)
+        for (unsigned j = 0; j < sizeof(strips); j++)
+            for (unsigned k = 0; k < sizeof(tri); k++)
+                for (unsigned q = 0; q < sizeof(tri); q++) {
+                    const struct vidmm_swz_tune c = { bigs[i], strips[j], tri[k], tri[q] };
+                    struct walk_choice w;
+                    apply_tune(m, d, backend, strategy, stream_bytes, 0, inv, &c, &w);
+                    unsigned s = 0;
+                    while (s < n && !same_walk(m, &seen[s], &w))
+                        s++;
+                    if (s < n || n >= max)
+                        continue;
+                    seen[n] = w;
+                    out[n++] = c;
+                }
+    return n;
 }

@@ -292,6 +292,14 @@ static int run_all(const struct call *c, bool tile, const unsigned char *src, co
         FUZZ_CHECK(rc == want_rc, "%s: plan_create returned %d, the call %d", what, rc, want_rc);
         return want_rc;
     }
+    /* Measured plans take one of the walks vidmm_swizzle_plan_walk_candidates() lists: one of
+     * them, chosen from the input's sizes, forced on most inputs (timing would make the fuzzer
+     * slow and its runs differ; every walk must give the scalar walk's bytes, whole copies or
+     * boxes alike - boxes keep the default walk). */
+    uint32_t nwalks = 0;
+    const uint32_t pick = (uint32_t)(src_n * 2654435761u + dst_n);
+    if (vidmm_swizzle_plan_walk_candidates(plan, !tile, &nwalks) == 0 && nwalks > 1 && pick % 4 != 0)
+        FUZZ_CHECK(vidmm_swizzle_plan_force_walk(plan, !tile, pick % nwalks) == 0, "%s: force_walk refused", what);
     struct gbuf sb, db;
     gbuf_init(&sb, src_n, c->at_end);
     gbuf_init(&db, dst_n, c->at_end);

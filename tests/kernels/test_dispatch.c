@@ -372,6 +372,7 @@ Test(options, names)
         [VIDMM_OPT_NO_CLWB] = "VIDMM_NO_CLWB",
         [VIDMM_OPT_NO_CLFLUSHOPT] = "VIDMM_NO_CLFLUSHOPT",
         [VIDMM_OPT_CALIBRATE] = "VIDMM_CALIBRATE",
+        [VIDMM_OPT_SWIZZLE_TUNE_FILE] = "VIDMM_SWIZZLE_TUNE_FILE",
     };
     for (int o = 0; o < VIDMM_OPT_COUNT_; o++) {
         const char *n = vidmm_option_name((enum vidmm_option)o);

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernels/swizzle_tune.c - measured swizzle plans (issue 26, include/vidmm/swizzle.h
+ * "Measured plans"): timing the walks a copy can take (swizzle_walk.c lists them as overrides of
+ * its rules, vidmm_swz_tune_candidates()) on scratch buffers of a plan's kind of copy, and the
+ * per-process table of winners, saved to and loaded from a text file. swizzle_plan.c asks for
+ * both when a plan is made with VIDMM_PLAN_MEASURE or measured by vidmm_swizzle_plan_measure(). */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/internal.h"
+#include "kernels/kernel_ops.h"
+#include "kernels/swizzle_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * The table.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Winners kept; a full table replaces its oldest entry (vidmm-info's common kinds are at most
+ * 10 layouts x 2 element sizes x 2 sizes x 2 directions x a few backends). */
+#define TUNE_MAX 512
+#define TUNE_FORMAT "vidmm-swizzle-tune 1"
+#define TUNE_LINE_MAX 256
+
+struct tune_entry {
+    struct vidmm_swz_tune_key key;
+    struct vidmm_swz_tune tune;
+    double gain;
+};
+
+static pthread_mutex_t tune_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tune_entry tune_table[TUNE_MAX];
+static uint32_t tune_count, tune_next;   /* entries; the slot a full table replaces next */
+static bool tune_file_tried;             /* the option's file was read (or tried) since the last clear */
+static uint64_t tune_measured, tune_hits;
+
+static char cpu_model_buf[64];
+static pthread_once_t cpu_model_once = PTHREAD_ONCE_INIT;
+
+/* read_cpu_model() fills cpu_model_buf with the CPU's brand string (its vendor when it has
+ * none): what a table file is for (pthread_once callback; the CPU does not change under a
+ * process). */
+static void read_cpu_model(void)
+{
+    struct vidmm_cpu_info info = { .size = sizeof(info) };
+    if (vidmm_cpu_info(&info) == 0)
+        snprintf(cpu_model_buf, sizeof(cpu_model_buf), "%s", info.model[0] != '\0' ? info.model : info.vendor);
+    if (cpu_model_buf[0] == '\0')
+        snprintf(cpu_model_buf, sizeof(cpu_model_buf), "unknown");
+}
+
+static const char *cpu_model(void)
+{
+    pthread_once(&cpu_model_once, read_cpu_model);
+    return cpu_model_buf;
+}
+
+/* put_locked() records the winner of 'k' (replacing the entry of that kind, else appending,
+ * else replacing the oldest). Caller holds tune_lock. */
+static void put_locked(const struct vidmm_swz_tune_key *k, const struct vidmm_swz_tune *t, double gain)
+{
+    for (uint32_t i = 0; i < tune_count; i++)
+        if (memcmp(&tune_table[i].key, k, sizeof(*k)) == 0) {
+            tune_table[i].tune = *t;
+            tune_table[i].gain = gain;
+            return;
+        }
+    uint32_t i = tune_count < TUNE_MAX ? tune_count++ : tune_next;
+    if (tune_count == TUNE_MAX && i == tune_next)
+        tune_next = (tune_next + 1) % TUNE_MAX;
+    tune_table[i] = (struct tune_entry){ *k, *t, gain };
+}
+
+void vidmm_swz_tune_key_of(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *m, uint64_t moved,
+                           enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
+                           struct vidmm_swz_tune_key *k)
+{
+    uint32_t param = 0, cls = 0;
+    switch (s->layout.tiling) {
+    case VIDMM_TILING_BLOCK_LINEAR: param = m->block_height | m->block_depth << 8; break;
+    case VIDMM_TILING_AMD_GFX10: param = s->layout.amd_swizzle_mode; break;
+    case VIDMM_TILING_MORTON: param = s->layout.swizzle_unit != 0 ? s->layout.swizzle_unit : s->elem; break;
+    case VIDMM_TILING_INTEL_X:
+    case VIDMM_TILING_INTEL_Y:
+    case VIDMM_TILING_INTEL_4: param = s->layout.flags; break;
+    case VIDMM_TILING_EQUATION: param = s->eq.bits; break;
+    default: break;
+    }
+    while (cls < 63 && (moved >> (cls + 1)) != 0)
+        cls++;
+    /* Every field set (memcmp() compares keys: no padding, all uint32_t). */
+    *k = (struct vidmm_swz_tune_key){
+        .tiling = (uint32_t)s->layout.tiling,
+        .param = param,
+        .dims = s->depth > 1 ? 3 : 2,
+        .elem = m->elem,
+        .size_class = cls,
+        .dir = (uint32_t)dir,
+        .backend = (uint32_t)(backend == VIDMM_BACKEND_AUTO ? vidmm_backend_active() : backend),
+        .strategy = (uint32_t)strategy,
+    };
+}
+
+bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *t)
+{
+    pthread_mutex_lock(&tune_lock);
+    const bool load = !tune_file_tried;
+    tune_file_tried = true;
+    pthread_mutex_unlock(&tune_lock);
+    if (load && vidmm_option_get_string(VIDMM_OPT_SWIZZLE_TUNE_FILE) != NULL) {
+        /* The option's file, once: a missing, malformed or foreign file is logged and ignored
+         * (the plan measures instead). */
+        int err = vidmm_swizzle_tune_load(NULL);
+        if (err < 0)
+            vidmm_log(VIDMM_LOG_INFO, "VIDMM_SWIZZLE_TUNE_FILE %s not loaded: %s",
+                      vidmm_option_get_string(VIDMM_OPT_SWIZZLE_TUNE_FILE), vidmm_strerror(err));
+    }
+    bool found = false;
+    pthread_mutex_lock(&tune_lock);
+    for (uint32_t i = 0; i < tune_count && !found; i++)
+        if (memcmp(&tune_table[i].key, k, sizeof(*k)) == 0) {
+            *t = tune_table[i].tune;
+            found = true;
+        }
+    if (found)
+        tune_hits++;
+    pthread_mutex_unlock(&tune_lock);
+    return found;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Measuring.
+ *
+ * The candidates (vidmm_swz_tune_candidates(): the default first) each copy a scratch surface of
+ * the plan's layout, element size and row length, in a shuffled order each round (this machine
+ * is shared: another process's time slice stalls a copy for 4-5 ms every few milliseconds, and a
+ * fixed rotation let that stall land on the same candidate round after round - a 0.4 ms copy's
+ * median read 4.7-5.1 ms in 1 row of 2 on a loaded 2-vCPU Cascade Lake, 2026-11-28), until the
+ * budget is spent (at least TUNE_MIN_ROUNDS rounds, at most TUNE_MAX_ROUNDS); each keeps its
+ * median. The walks are chosen as for the plan's real size ('moved': the streaming threshold
+ * decides on it), whatever the scratch's. The scratch is a band of whole tile rows (tile slabs
+ * for 3D) of at most TUNE_BAND bytes - the whole subresource when smaller - shrunk further when
+ * TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget:
+ *  - copies below the streaming threshold (they fit the cache) are timed warm, as a program
+ *    copying the same surface again and again sees them; a band of 2 MiB both sides (4 MiB) is
+ *    out of the L2 as the plan's own would be;
+ *  - copies at or above it are timed cold, both sides of the band flushed from the caches before
+ *    each copy (vidmm_flush()), so that the loads miss and the stores need their lines read for
+ *    ownership as they do through a surface larger than the cache, without faulting in that much
+ *    scratch memory.
+ * ------------------------------------------------------------------------------------------- */
+#define TUNE_MIN_ROUNDS 5
+#define TUNE_MAX_ROUNDS 15
+#define TUNE_BAND (2u << 20)
+#define TUNE_MIN_BAND (64u << 10)
+/* A walk replaces the default only when its median is this much faster (and it was faster in 3
+ * rounds of 4): rounds on a shared machine scatter by several percent, and a tie must keep the
+ * rules. Cold bands ask for more: on them (0.5-2 MiB, flushed) walks that differ by 1.4x through
+ * a whole 64 MiB surface measured within 6% of each other - the D3D 4 KB swizzle of 4096^2 x 4
+ * bytes, four-row strips with streaming stores 13.9 ms against the streaming tile walk's 20.0 ms,
+ * 105-113 us each on the band, the latter kept once in 4 measurements at a 2% margin - and a
+ * measured plan must never lose to the default (Cascade Lake, load average 5, 2026-11-28). */
+#define TUNE_MIN_GAIN 1.05
+#define TUNE_MIN_GAIN_COLD 1.10
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+struct scratch {
+    struct vidmm_swz_surface s;
+    struct vidmm_swz_mip m;
+    unsigned char *tiled, *linear;
+    size_t tiled_cap, linear_cap;      /* allocated */
+    size_t tiled_bytes, linear_bytes;  /* the band's */
+    size_t row, slice;
+};
+
+/* band_open() resolves into sc->s / sc->m a surface of one subresource like 'pm' (a mip of 's')
+ * but of about 'target' bytes - whole tile rows (or slabs) - and sizes its buffers. Returns 0,
+ * or the family's refusal of the band. */
+static int band_open(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *pm, uint64_t target,
+                     struct scratch *sc)
+{
+    const struct vidmm_swz_family *fam;
+    uint64_t lin, total;
+    struct vidmm_tile_layout l = s->layout;
+    int err;
+
+    if (l.tiling == VIDMM_TILING_EQUATION)
+        l.equation = &s->eq;
+    if (l.tiling == VIDMM_TILING_BLOCK_LINEAR) {
+        l.block_height = pm->block_height; /* this mip's: the band of a smaller mip-0 surface */
+        l.block_depth = pm->block_depth;   /* would choose its own */
+    }
+    const uint64_t sub = (uint64_t)pm->w * pm->h * pm->d * pm->elem;
+    uint32_t h = pm->h, d = pm->d;
+    if (target < sub && pm->tiles.tile_base != NULL) {
+        if (d > 1) {
+            const uint32_t g = 1u << pm->tiles.td_log2;
+            const uint64_t want = (uint64_t)d * target / sub / g * g;
+            d = want < g ? g : want < d ? (uint32_t)want : d;
+        } else {
+            const uint32_t g = 1u << pm->tiles.th_log2;
+            const uint64_t want = (uint64_t)h * target / sub / g * g;
+            h = want < g ? g : want < h ? (uint32_t)want : h;
+        }
+        if (h > pm->h)
+            h = pm->h;
+        if (d > pm->d)
+            d = pm->d;
+    }
+    const struct vidmm_surface_desc desc = {
+        .size = sizeof(desc), .width = pm->w * s->bw, .height = h * s->bh, .depth = d,
+        .element_bytes = s->elem, .block_width = s->bw, .block_height = s->bh, .mip_levels = 1, .array_layers = 1,
+    };
+    if ((err = vidmm_swz_open("vidmm_swizzle_plan_measure", &l, &desc, &sc->s, &fam, &lin, &total)) < 0 ||
+        (err = vidmm_swz_prepare(&sc->s, fam, 0, 0, &sc->m)) < 0)
+        return err;
+    sc->tiled_bytes = (size_t)total;
+    sc->linear_bytes = (size_t)lin;
+    sc->row = (size_t)sc->m.w * sc->m.elem;
+    sc->slice = sc->row * sc->m.h;
+    return 0;
+}
+
+/* scratch_alloc() allocates the buffers of the band band_open() resolved, the linear side
+ * filled with a pattern (every page touched before any copy is timed). */
+static int scratch_alloc(struct scratch *sc)
+{
+    sc->tiled_cap = (sc->tiled_bytes + 4095) / 4096 * 4096;
+    sc->linear_cap = (sc->linear_bytes + 4095) / 4096 * 4096;
+    sc->tiled = aligned_alloc(4096, sc->tiled_cap);
+    sc->linear = aligned_alloc(4096, sc->linear_cap);
+    if (sc->tiled == NULL || sc->linear == NULL) {
+        free(sc->tiled);
+        free(sc->linear);
+        return VIDMM_E_NO_MEMORY;
+    }
+    for (size_t i = 0; i < sc->linear_cap; i += 8) {
+        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
+        memcpy(sc->linear + i, &v, 8);
+    }
+    memset(sc->tiled, 0, sc->tiled_cap);
+    return 0;
+}
+
+/* flush_band() evicts both sides of the band from the caches (a cold copy's start). */
+static void flush_band(struct scratch *sc)
+{
+    (void)vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
+    (void)vidmm_flush(sc->linear, sc->linear_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE);
+}
+
+/* time_one() is one copy of the band with walk 'c', in nanoseconds, after an untimed one:
+ * 'cold' flushes both sides first instead. (Timed right after another walk, a warm copy paid for
+ * that walk's cache state: after streaming stores its destination is not cached, and the same
+ * walk's median moved by up to 1.7x with its neighbours in bench_swizzle_tune's rounds on the
+ * Cascade Lake, 2026-11-28.) */
+static uint64_t time_one(struct scratch *sc, const struct vidmm_swz_tune *c, enum vidmm_swz_dir dir,
+                         enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t moved, bool cold)
+{
+    const struct vidmm_box b = { 0, 0, 0, sc->m.w, sc->m.h, sc->m.d };
+    if (cold)
+        flush_band(sc);
+    else
+        vidmm_swz_run_tuned(&sc->m, &b, sc->tiled, sc->linear, sc->row, sc->slice, dir, backend, strategy, moved, c);
+    const uint64_t t0 = now_ns();
+    vidmm_swz_run_tuned(&sc->m, &b, sc->tiled, sc->linear, sc->row, sc->slice, dir, backend, strategy, moved, c);
+    return now_ns() - t0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *m, uint64_t moved,
+                           enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
+                           uint64_t budget_ns, const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *best)
+{
+    struct vidmm_swz_tune cand[VIDMM_SWZ_MAX_CANDIDATES];
+    uint64_t times[VIDMM_SWZ_MAX_CANDIDATES][TUNE_MAX_ROUNDS];
+    unsigned order[VIDMM_SWZ_MAX_CANDIDATES];
+    double gain = 1.0;
+    int err;
+
+    *best = (struct vidmm_swz_tune){ 0 };
+    const unsigned n = vidmm_swz_tune_candidates(m, dir, backend, strategy, moved, cand, VIDMM_SWZ_MAX_CANDIDATES);
+    if (n > 1) {
+        const uint64_t start = now_ns();
+        const bool cold = moved >= vidmm_nt_threshold();
+        const uint64_t sub = (uint64_t)m->w * m->h * m->d * m->elem;
+        struct scratch *sc = malloc(sizeof(*sc));
+        if (sc == NULL)
+            return VIDMM_E_NO_MEMORY;
+        if ((err = band_open(s, m, sub < TUNE_BAND ? sub : TUNE_BAND, sc)) < 0) {
+            free(sc);
+            return 0; /* a band the family refuses: keep the rules */
+        }
+        if ((err = scratch_alloc(sc)) < 0) {
+            free(sc);
+            return err;
+        }
+        /* The default once untimed (the code and the band warm), then once timed, with the flush
+         * when cold: if TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget, a
+         * smaller band in the same buffers. */
+        (void)time_one(sc, &cand[0], dir, backend, strategy, moved, false);
+        const uint64_t f0 = now_ns();
+        const uint64_t t1 = time_one(sc, &cand[0], dir, backend, strategy, moved, cold);
+        const uint64_t round = (uint64_t)n * (now_ns() - f0) + 1;
+        const uint64_t spent0 = now_ns() - start, left = budget_ns > spent0 ? budget_ns - spent0 : 0;
+        const uint64_t bytes = (uint64_t)sc->m.w * sc->m.h * sc->m.d * sc->m.elem;
+        (void)t1;
+        if (round * TUNE_MIN_ROUNDS > left && bytes > TUNE_MIN_BAND) {
+            uint64_t smaller = (uint64_t)((double)bytes * (double)left / (double)(round * TUNE_MIN_ROUNDS));
+            if (smaller < TUNE_MIN_BAND)
+                smaller = TUNE_MIN_BAND;
+            unsigned char *tb = sc->tiled, *lb = sc->linear;
+            const size_t tc = sc->tiled_cap, lc = sc->linear_cap;
+            if (band_open(s, m, smaller, sc) < 0 || sc->tiled_bytes > tc || sc->linear_bytes > lc)
+                (void)band_open(s, m, sub < TUNE_BAND ? sub : TUNE_BAND, sc); /* keep the first band */
+            sc->tiled = tb;
+            sc->linear = lb;
+            sc->tiled_cap = tc;
+            sc->linear_cap = lc;
+        }
+        uint64_t rng = 0x9E3779B97F4A7C15ull ^ start;
+        unsigned rounds = 0;
+        const uint64_t loop0 = now_ns();
+        while (rounds < TUNE_MAX_ROUNDS) {
+            for (unsigned j = 0; j < n; j++)
+                order[j] = j;
+            for (unsigned j = n - 1; j > 0; j--) {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                const unsigned x = (unsigned)(rng % (j + 1)), tmp = order[j];
+                order[j] = order[x];
+                order[x] = tmp;
+            }
+            for (unsigned j = 0; j < n; j++)
+                times[order[j]][rounds] = time_one(sc, &cand[order[j]], dir, backend, strategy, moved, cold);
+            rounds++;
+            /* Stop before a round that would end past the budget, once TUNE_MIN_ROUNDS are in
+             * (or 3, past half as much again: a loaded machine's rounds run long). */
+            const uint64_t t = now_ns(), spent = t - start, next = (t - loop0) / rounds;
+            if ((rounds >= TUNE_MIN_ROUNDS && spent + next > budget_ns) ||
+                (rounds >= 3 && spent + next > budget_ns + budget_ns / 2))
+                break;
+        }
+        const uint64_t band = (uint64_t)sc->m.w * sc->m.h * sc->m.d * sc->m.elem, spent = now_ns() - start;
+        free(sc->tiled);
+        free(sc->linear);
+        free(sc);
+        /* Rounds each candidate beat the default in (same round, so the same state of the
+         * machine): a winner must also win at least 3 rounds in 4, not only by its median. */
+        unsigned beat[VIDMM_SWZ_MAX_CANDIDATES];
+        for (unsigned c = 0; c < n; c++) {
+            beat[c] = 0;
+            for (unsigned r = 0; r < rounds; r++)
+                beat[c] += times[c][r] < times[0][r];
+        }
+        uint64_t med[VIDMM_SWZ_MAX_CANDIDATES];
+        unsigned win = 0;
+        for (unsigned c = 0; c < n; c++) {
+            qsort(times[c], rounds, sizeof(uint64_t), cmp_u64);
+            med[c] = rounds % 2 ? times[c][rounds / 2] : (times[c][rounds / 2 - 1] + times[c][rounds / 2]) / 2;
+            if (med[c] < med[win])
+                win = c;
+        }
+        if (win != 0 && (double)med[0] >= (cold ? TUNE_MIN_GAIN_COLD : TUNE_MIN_GAIN) * (double)med[win] &&
+            4 * beat[win] >= 3 * rounds) {
+            *best = cand[win];
+            gain = (double)med[0] / (double)(med[win] > 0 ? med[win] : 1);
+        }
+        if (vidmm_log_enabled(VIDMM_LOG_DEBUG))
+            vidmm_log(VIDMM_LOG_DEBUG, "swizzle plan measured: tiling %u, %u-byte elements, 2^%u bytes, %s: %u walks "
+                      "on a %s band of %llu bytes, %u rounds in %.1f ms; walk %u (%.0f ns) against the default's "
+                      "%.0f ns: %s", k->tiling, k->elem, k->size_class, dir == VIDMM_SWZ_TILE ? "swizzle" : "deswizzle",
+                      n, cold ? "cold" : "warm", (unsigned long long)band, rounds, (double)spent * 1e-6, win,
+                      (double)med[win], (double)med[0], gain > 1.0 ? "kept" : "the default stays");
+    }
+    pthread_mutex_lock(&tune_lock);
+    put_locked(k, best, gain);
+    tune_measured++;
+    pthread_mutex_unlock(&tune_lock);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The file.
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const tiling_names[VIDMM_TILING_COUNT_] = {
+    "linear", "block_linear", "intel_x", "intel_y", "intel_4", "d3d_4k", "d3d_64k", "amd_gfx10", "equation", "morton",
+};
+static const char *const dir_names[2] = { "swizzle", "deswizzle" };
+static const char *const strategy_names[VIDMM_STRATEGY_COUNT_] = {
+    "auto", "temporal", "nontemporal", "movdir64b", "stream_load", "libc",
+};
+static const char *const knob_names[3] = { "as", "off", "on" };
+static const char *const strip_names[4] = { "as", "none", "cached", "nt" };
+
+/* word_index() is the index of 'w' in names[0..n), or -1. */
+static int word_index(const char *const *names, unsigned n, const char *w)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(names[i], w) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* parse_u32() parses a decimal number in [lo, hi]; false when 'w' is anything else. */
+static bool parse_u32(const char *w, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    char *end;
+    if (*w < '0' || *w > '9')
+        return false;
+    errno = 0;
+    unsigned long v = strtoul(w, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* parse_entry() reads one winner line (its 13 words) into '*e'; false when malformed. */
+static bool parse_entry(char *line, struct tune_entry *e)
+{
+    char *w[14];
+    unsigned n = 0;
+    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t != NULL; t = strtok_r(NULL, " \t", &save))
+        if (n < 14)
+            w[n++] = t;
+        else
+            return false;
+    if (n != 13)
+        return false;
+    int tiling = word_index(tiling_names, VIDMM_TILING_COUNT_, w[0]);
+    int dims = strcmp(w[2], "2d") == 0 ? 2 : strcmp(w[2], "3d") == 0 ? 3 : -1;
+    int dir = word_index(dir_names, 2, w[5]);
+    int backend = vidmm_backend_from_string(w[6]);
+    int strategy = word_index(strategy_names, VIDMM_STRATEGY_COUNT_, w[7]);
+    int big = word_index(knob_names, 3, w[8]), strips = word_index(strip_names, 4, w[9]);
+    int grouped = word_index(knob_names, 3, w[10]), pairs = word_index(knob_names, 3, w[11]);
+    uint32_t param, elem, cls;
+    char *end;
+    errno = 0;
+    double gain = strtod(w[12], &end);
+    if (tiling < 0 || dims < 0 || dir < 0 || backend < 0 || backend == VIDMM_BACKEND_AUTO || strategy < 0 ||
+        strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC || big < 0 || strips < 0 ||
+        grouped < 0 || pairs < 0 || !parse_u32(w[1], 0, UINT32_MAX, &param) || !parse_u32(w[3], 1, 16, &elem) ||
+        !parse_u32(w[4], 0, 63, &cls) || errno != 0 || *end != '\0' || !isfinite(gain) || gain <= 0)
+        return false;
+    *e = (struct tune_entry){
+        .key = { (uint32_t)tiling, param, (uint32_t)dims, elem, cls, (uint32_t)dir, (uint32_t)backend,
+                 (uint32_t)strategy },
+        .tune = { (uint8_t)big, (uint8_t)strips, (uint8_t)grouped, (uint8_t)pairs },
+        .gain = gain,
+    };
+    return true;
+}
+
+/* read_line() reads the next line of 'f' into 'buf' without its end: 1, 0 at the end of the
+ * file, -1 for a line longer than the buffer. */
+static int read_line(FILE *f, char *buf, size_t size)
+{
+    if (fgets(buf, (int)size, f) == NULL)
+        return 0;
+    size_t len = strlen(buf);
+    if (len > 0 && buf[len - 1] == '\n')
+        buf[--len] = '\0';
+    else if (!feof(f))
+        return -1;
+    while (len > 0 && (buf[len - 1] == '\r' || buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+        buf[--len] = '\0';
+    return 1;
+}
+
+/* tune_path() is 'path', or the option's file when NULL (NULL when neither). */
+static const char *tune_path(const char *path)
+{
+    return path != NULL ? path : vidmm_option_get_string(VIDMM_OPT_SWIZZLE_TUNE_FILE);
+}
+
+int vidmm_swizzle_tune_load(const char *path)
+{
+    const char *p = tune_path(path);
+    char line[TUNE_LINE_MAX];
+    int err = 0, r;
+    unsigned lineno = 0, n = 0;
+
+    if (p == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "path", "NULL and VIDMM_SWIZZLE_TUNE_FILE unset "
+                                "(spec swizzle.h)");
+    FILE *f = fopen(p, "r");
+    if (f == NULL)
+        return vidmm_swz_refuse(VIDMM_E_IO, __func__, "path", "%s: %s", p, strerror(errno));
+    struct tune_entry *e = malloc(TUNE_MAX * sizeof(*e));
+    if (e == NULL) {
+        fclose(f);
+        return VIDMM_E_NO_MEMORY;
+    }
+    /* Everything is read and checked before the table changes. */
+    while ((r = read_line(f, line, sizeof(line))) != 0) {
+        lineno++;
+        if (r < 0) {
+            err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "line %u longer than %d bytes (spec swizzle.h)",
+                                   lineno, TUNE_LINE_MAX - 2);
+            break;
+        }
+        if (lineno == 1) {
+            if (strcmp(line, TUNE_FORMAT) != 0) {
+                err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "line 1 is not \"%s\" (spec swizzle.h)",
+                                       TUNE_FORMAT);
+                break;
+            }
+            continue;
+        }
+        if (lineno == 2) {
+            if (strncmp(line, "cpu ", 4) != 0) {
+                err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "line 2 is not \"cpu <model>\" "
+                                       "(spec swizzle.h)");
+                break;
+            }
+            if (strcmp(line + 4, cpu_model()) != 0) {
+                err = vidmm_swz_refuse(VIDMM_E_UNSUPPORTED, __func__, p, "written on \"%s\", this CPU is \"%s\" "
+                                       "(spec swizzle.h)", line + 4, cpu_model());
+                break;
+            }
+            continue;
+        }
+        if (line[0] == '\0' || line[0] == '#')
+            continue;
+        if (n == TUNE_MAX) {
+            err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "more than %d winners (spec swizzle.h)", TUNE_MAX);
+            break;
+        }
+        if (!parse_entry(line, &e[n])) {
+            err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "line %u is not a winner line "
+                                   "(spec swizzle.h)", lineno);
+            break;
+        }
+        n++;
+    }
+    if (err == 0 && ferror(f))
+        err = vidmm_swz_refuse(VIDMM_E_IO, __func__, p, "read error");
+    if (err == 0 && lineno < 2)
+        err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "no \"%s\" and \"cpu\" header (spec swizzle.h)",
+                               TUNE_FORMAT);
+    fclose(f);
+    if (err == 0) {
+        pthread_mutex_lock(&tune_lock);
+        for (unsigned i = 0; i < n; i++)
+            put_locked(&e[i].key, &e[i].tune, e[i].gain);
+        pthread_mutex_unlock(&tune_lock);
+    }
+    free(e);
+    return err;
+}
+
+int vidmm_swizzle_tune_save(const char *path)
+{
+    const char *p = tune_path(path);
+    char tmp[4096];
+
+    if (p == NULL)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "path", "NULL and VIDMM_SWIZZLE_TUNE_FILE unset "
+                                "(spec swizzle.h)");
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", p, (long)getpid()) >= sizeof(tmp))
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "path", "longer than %zu bytes", sizeof(tmp) - 32);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return vidmm_swz_refuse(VIDMM_E_IO, __func__, "path", "%s: %s", tmp, strerror(errno));
+    fprintf(f, "%s\ncpu %s\n", TUNE_FORMAT, cpu_model());
+    fprintf(f, "# tiling param dims elem size-class direction backend strategy big strips grouped pairs_nt gain\n");
+    pthread_mutex_lock(&tune_lock);
+    for (uint32_t i = 0; i < tune_count; i++) {
+        const struct tune_entry *e = &tune_table[i];
+        const struct vidmm_swz_tune *t = &e->tune;
+        fprintf(f, "%s %u %ud %u %u %s %s %s %s %s %s %s %.3f\n", tiling_names[e->key.tiling], e->key.param,
+                e->key.dims, e->key.elem, e->key.size_class, dir_names[e->key.dir],
+                vidmm_backend_to_string((enum vidmm_backend)e->key.backend), strategy_names[e->key.strategy],
+                knob_names[t->big], strip_names[t->strips], knob_names[t->grouped], knob_names[t->pairs_nt], e->gain);
+    }
+    pthread_mutex_unlock(&tune_lock);
+    const bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad || rename(tmp, p) != 0) {
+        const int e = errno;
+        remove(tmp);
+        return vidmm_swz_refuse(VIDMM_E_IO, __func__, "path", "%s: %s", p, strerror(e));
+    }
+    return 0;
+}
+
+void vidmm_swizzle_tune_clear(void)
+{
+    pthread_mutex_lock(&tune_lock);
+    tune_count = 0;
+    tune_next = 0;
+    tune_file_tried = false;
+    pthread_mutex_unlock(&tune_lock);
+}
+
+#define STATS_V0_SIZE (offsetof(struct vidmm_swizzle_tune_stats, table_hits) + sizeof(uint64_t))
+
+int vidmm_swizzle_tune_stats(struct vidmm_swizzle_tune_stats *st)
+{
+    if (st == NULL || st->size < STATS_V0_SIZE)
+        return vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, "st", "NULL, or size below %zu (spec swizzle.h)",
+                                (size_t)STATS_V0_SIZE);
+    pthread_mutex_lock(&tune_lock);
+    st->entries = tune_count;
+    st->measurements = tune_measured;
+    st->table_hits = tune_hits;
+    pthread_mutex_unlock(&tune_lock);
+    return 0;
+}
