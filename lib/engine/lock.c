@@ -347,7 +347,9 @@ static bool range_want_track(const vidmm_device *dev, struct vm_range *r, size_t
     struct vmos_wtrack_costs c;
     r->tr_limit = UINT64_MAX;
     if (vmos_wtrack_measure(false, &c) == 0) {
-        const double move = dev->move_ns[0] ? dev->move_ns[0] : VM_MOVE_COPY_NS;
+        /* Read with the device mutex released (range_open()): vm_note_move() stores atomically. */
+        const uint32_t mv = __atomic_load_n(&dev->move_ns[0], __ATOMIC_RELAXED);
+        const double move = mv ? mv : VM_MOVE_COPY_NS;
         const double n = (double)npages;
         const double w = (n * move - (double)c.fixed_ns - n * (double)c.arm_ns) / ((double)c.fault_ns + move);
         r->tr_limit = w <= 0 ? 0 : (uint64_t)w;
@@ -424,7 +426,8 @@ static void range_release(vidmm_device *dev, uint32_t id)
 {
     struct vm_range *r = &dev->ranges[id];
     range_lazy_drop(r); /* the allocation goes, or its lock ended without an unlock */
-    r->hist_a = NULL;   /* its history with it */
+    r->hist_a = NULL;   /* its history with it (a new allocation may get the same address) */
+    r->tr_a = NULL;
     if (!r->acquired)
         return;
     if (dev->drv.release_swizzling_range) {
@@ -671,7 +674,9 @@ void vm_note_move(vidmm_device *dev, int kind, uint64_t ns, uint64_t bytes)
     uint64_t per = ns * VIDMM_PAGE_SIZE / bytes;
     per = per ? (per < UINT32_MAX / 4 ? per : UINT32_MAX / 4) : 1;
     uint32_t *m = &dev->move_ns[kind];
-    *m = *m ? (uint32_t)((3u * (uint64_t)*m + per) / 4u) : (uint32_t)per; /* a running average */
+    const uint32_t old = *m; /* written under the device mutex only; range_want_track() reads it without */
+    __atomic_store_n(m, old ? (uint32_t)((3u * (uint64_t)old + per) / 4u) : (uint32_t)per, /* a running average */
+                     __ATOMIC_RELAXED);
 }
 
 /* What 'wt' points at in a lock of a hole (wt_hole): no tracker, but a lock that is tracked. */

@@ -216,7 +216,7 @@ static void check_plan(const vidmm_swizzle_plan *p, const struct tcase *c, bool 
 static void every_walk(bool whole)
 {
     char what[160];
-    unsigned tested = 0, walks = 0;
+    unsigned tested = 0, walks = 0, simd = 0;
     for (size_t ci = 0; ci < N_CASES; ci++) {
         const struct tcase *c = &cases[ci];
         if (whole && c->mips == 1 && c->layers == 1)
@@ -239,6 +239,8 @@ static void every_walk(bool whole)
                 cr_assert_geq(n, 1u);
                 if (b == VIDMM_BACKEND_SCALAR)
                     cr_assert_eq(n, 1u, "%s: the reference walk has no alternatives", c->name);
+                else
+                    simd++;
                 walks += n;
                 for (uint32_t k = 0; k < n; k++) {
                     cr_assert_eq(vidmm_swizzle_plan_force_walk(p, dir == 1, k), 0);
@@ -276,7 +278,10 @@ static void every_walk(bool whole)
         ref_free(&r);
     }
     cr_assert_gt(tested, 0u);
-    cr_assert_gt(walks, tested * 2, "no case had a walk besides the default");
+    /* The scalar backend has one walk (the reference): alternatives come with a SIMD backend,
+     * which a scalar-only build (VIDMM_SCALAR_ONLY) does not have. */
+    if (simd > 0)
+        cr_assert_gt(walks, tested * 2, "no case had a walk besides the default");
 }
 
 Test(tune, every_walk_exact_subresource, .timeout = T_TIMEOUT)
