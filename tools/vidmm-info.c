@@ -403,8 +403,9 @@ static bool report_cpu(void)
     out_size("l2_bytes", "L2 cache", info.l2_bytes, true);
     out_size("nt_threshold", "NT threshold", info.nt_threshold, false);
     out_str("stream_linear_rows", "stream linear rows",
-            (info.store_policy & VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS) ? "yes (this CPU kind measured faster)"
-                                                                        : "no (ordinary stores)");
+            (info.store_policy & VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS)
+                ? "yes (streaming stores beyond the NT threshold)"
+                : "no (ordinary stores)");
     obj_end();
     return true;
 }

@@ -79,9 +79,13 @@ enum vidmm_option {
     VIDMM_OPT_WC_COPY = 4,               /* string: auto|nt|movdir64b - the copy-to-WC variant */
     VIDMM_OPT_NO_CLWB = 5,               /* bool: never use CLWB */
     VIDMM_OPT_NO_CLFLUSHOPT = 6,         /* bool: never use CLFLUSHOPT (CLFLUSH only) */
-    VIDMM_OPT_CALIBRATE = 7,             /* bool, default on: measure the copy-to-WC variants once */
+    VIDMM_OPT_CALIBRATE = 7,             /* bool, default on: measure the copy-to-WC variants and the
+                                            linear-row store policy once (off: fixed guesses) */
     VIDMM_OPT_SWIZZLE_TUNE_FILE = 8,     /* string: the measured swizzle plans' table file (swizzle.h) */
-    VIDMM_OPT_COUNT_ = 9
+    VIDMM_OPT_STREAM_LINEAR_ROWS = 9,    /* string: auto|on|off - streaming stores to the linear rows
+                                            of a block-linear deswizzle beyond the cache (kernels.h
+                                            VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS); auto measures */
+    VIDMM_OPT_COUNT_ = 10
 };
 
 /* vidmm_option_get() returns the integer value of option 'opt' (booleans are 0/1, sizes in

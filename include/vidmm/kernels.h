@@ -197,11 +197,13 @@ struct vidmm_cpu_info {
     uint32_t store_policy;       /* VIDMM_STORE_POLICY_* the swizzle walks follow on this CPU */
 };
 
-/* vidmm_cpu_info().store_policy: choices the swizzle walks make from measurements per CPU kind
- * (lib/kernels/swizzle_walk.c has the figures). Set: a deswizzle larger than nt_threshold writes
- * the block-linear GOB's linear rows with streaming stores, whole lines (Intel); clear: ordinary
- * stores (AMD Zen 3 measured those faster). VIDMM_STRATEGY_NONTEMPORAL asks for streaming stores
- * on any CPU. */
+/* vidmm_cpu_info().store_policy: choices the swizzle walks make from what this machine measured.
+ * Set: a deswizzle larger than nt_threshold writes the block-linear GOB's linear rows with
+ * streaming stores, whole lines; clear: ordinary stores. Measured once per process, on a cold
+ * 2 MiB band, at the first call that needs it (about 5 ms; the CPU kinds disagree: streaming won
+ * on a Cascade Lake and a Zen 4, lost on a Zen 3, lib/kernels/swizzle_tune.c), unless
+ * VIDMM_STREAM_LINEAR_ROWS=on|off forces it; VIDMM_CALIBRATE=0 takes a fixed guess instead
+ * (streaming on Intel). VIDMM_STRATEGY_NONTEMPORAL asks for streaming stores on any CPU. */
 #define VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS (1u << 0)
 
 #define VIDMM_CPU_SSE2        (1ull << 0)

@@ -23,10 +23,11 @@ size_t vidmm_arch_cache_line(void);
  * should get the AVX-512 table by default. */
 bool vidmm_arch_prefer_avx512(void);
 
-/* vidmm_arch_stream_linear_rows() is a store policy measured per CPU kind: whether a deswizzle
+/* vidmm_arch_stream_linear_rows() is the CPU kind's guess at a store policy the kernels measure
+ * (kernel_ops.h vidmm_stream_linear_rows(); this guess where they do not): whether a deswizzle
  * larger than the cache should write its linear rows with streaming stores (whole lines, a few
- * rows at a time). True on Intel (a Cascade Lake gained 1.5x), false elsewhere (Zen 3 lost 2x:
- * lib/kernels/swizzle_walk.c has the figures). Computed once. */
+ * rows at a time). True on Intel (a Cascade Lake gained 1.5x), false elsewhere (Zen 3 lost 2x,
+ * though a Zen 4 gained 2x: lib/kernels/swizzle_walk.c has the figures). Computed once. */
 bool vidmm_arch_stream_linear_rows(void);
 
 /* vidmm_arch_gob_tile_walk_max() is another store policy measured per CPU kind: the largest

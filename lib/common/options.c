@@ -29,6 +29,7 @@ static const struct opt_desc opt_descs[VIDMM_OPT_COUNT_] = {
     [VIDMM_OPT_NO_CLFLUSHOPT] = { "VIDMM_NO_CLFLUSHOPT", OPT_BOOL, 0, 0, 1 },
     [VIDMM_OPT_CALIBRATE] = { "VIDMM_CALIBRATE", OPT_BOOL, 1, 0, 1 },
     [VIDMM_OPT_SWIZZLE_TUNE_FILE] = { "VIDMM_SWIZZLE_TUNE_FILE", OPT_STRING, 0, 0, 0 },
+    [VIDMM_OPT_STREAM_LINEAR_ROWS] = { "VIDMM_STREAM_LINEAR_ROWS", OPT_STRING, 0, 0, 0 },
 };
 
 #define OPT_STR_MAX 128
@@ -217,6 +218,7 @@ int vidmm_option_set(enum vidmm_option opt, long long value)
  * VIDMM_DISABLE_CPU_FEATURES a list of vidmm_cpu_feature_name()'s names and "avx512", in any
  * case, split at commas and spaces (dispatch.c parse_mask()). */
 static const char *const wc_words[] = { "auto", "nt", "movdir64b", NULL };
+static const char *const policy_words[] = { "auto", "on", "off", NULL };
 
 static bool word_in(const char *const *words, const char *w, size_t len, bool any_case)
 {
@@ -257,6 +259,11 @@ static int check_words(enum vidmm_option opt, const char *text)
             return 0;
         vidmm_log(VIDMM_LOG_DEBUG, "vidmm_option_set_string: %s: '%s' is not auto|nt|movdir64b (spec common.h)", name,
                   text);
+        return VIDMM_E_INVALID_ARG;
+    case VIDMM_OPT_STREAM_LINEAR_ROWS:
+        if (word_in(policy_words, text, strlen(text), false))
+            return 0;
+        vidmm_log(VIDMM_LOG_DEBUG, "vidmm_option_set_string: %s: '%s' is not auto|on|off (spec common.h)", name, text);
         return VIDMM_E_INVALID_ARG;
     case VIDMM_OPT_DISABLE_CPU_FEATURES:
         for (const char *p = text; *p != '\0';) {

@@ -189,7 +189,8 @@ static void log_options(void)
         return;
     for (int o = 0; o < VIDMM_OPT_COUNT_; o++) {
         const char *str = vidmm_option_get_string((enum vidmm_option)o);
-        bool is_string = o == VIDMM_OPT_BACKEND || o == VIDMM_OPT_DISABLE_CPU_FEATURES || o == VIDMM_OPT_WC_COPY;
+        bool is_string = o == VIDMM_OPT_BACKEND || o == VIDMM_OPT_DISABLE_CPU_FEATURES || o == VIDMM_OPT_WC_COPY ||
+                         o == VIDMM_OPT_STREAM_LINEAR_ROWS;
         if (is_string)
             vidmm_log(VIDMM_LOG_INFO, "option %s=%s", vidmm_option_name((enum vidmm_option)o), str ? str : "(unset)");
         else if (str != NULL)
@@ -268,6 +269,7 @@ void vidmm_kernels_reset(void)
     atomic_store_explicit(&usable_cache, 0, memory_order_relaxed);
     atomic_store_explicit(&vidmm_active_ops, NULL, memory_order_release);
     vidmm_wc_reset();
+    vidmm_stream_linear_reset();
 }
 
 int vidmm_cpu_info(struct vidmm_cpu_info *info)
@@ -285,7 +287,7 @@ int vidmm_cpu_info(struct vidmm_cpu_info *info)
     full.features = vidmm_arch_cpu_features();
     full.usable = vidmm_cpu_usable();
     full.nt_threshold = vidmm_nt_threshold();
-    if (vidmm_arch_stream_linear_rows())
+    if (vidmm_stream_linear_rows())
         full.store_policy |= VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS;
     memset(info, 0, size);
     memcpy(info, &full, size < sizeof(full) ? size : sizeof(full));

@@ -8,11 +8,13 @@
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "arch/arch.h"
 #include "common/internal.h"
 #include "kernels/kernel_ops.h"
 #include "kernels/swizzle_internal.h"
@@ -395,6 +397,134 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
     tune_measured++;
     pthread_mutex_unlock(&tune_lock);
     return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The linear-row store policy (kernel_ops.h vidmm_stream_linear_rows()).
+ *
+ * Whether a block-linear deswizzle larger than the cache writes its linear rows with streaming
+ * stores (the GOB pair walk, whole lines) or ordinary ones is a property of the machine's memory,
+ * not of the copy, and the CPU kinds disagree: streaming won 1.5x on a Cascade Lake (2026-11-26),
+ * lost 2x on a Zen 3 (2026-11-22) and won 1.9-2.3x on a Zen 4 (64 MiB, 4- and 16-byte elements,
+ * 10.0-11.2 ms -> 4.9-5.6 ms, bench_swizzle_tune 5 64 block_linear, 2026-12-01), where the vendor
+ * rule that had stood for it kept ordinary stores. So it is measured, once per process, at the
+ * first copy that asks: a band of 2 MiB (4096 x 128 elements of 4 bytes, block height 16) taken
+ * cold - both sides evicted before each copy, so that loads miss and ordinary stores read their
+ * lines for ownership as through a surface larger than the cache - with the walk a large copy
+ * takes (tiles one at a time) against the streaming pair walk, alternating, best of 7 each. On
+ * the Zen 4 the band showed the direction of the 64 MiB copies and most of their size (242 us
+ * against 104 us, 2.3x; whole 64 MiB 12.1 against 5.3 ms, best of 7). The CPU kind's guess
+ * stays unless the other side is 10% faster. Cost: 4 MiB of memory and about 5 ms, once.
+ * ------------------------------------------------------------------------------------------- */
+#define SLR_ROUNDS 7
+#define SLR_MARGIN 1.10
+
+static _Atomic int slr_choice;          /* 0 unknown, 1 ordinary stores, 2 streaming */
+static atomic_flag slr_measuring = ATOMIC_FLAG_INIT;
+
+void vidmm_stream_linear_reset(void)
+{
+    atomic_store_explicit(&slr_choice, 0, memory_order_relaxed);
+}
+
+/* slr_measure() returns 1 (ordinary) or 2 (streaming) from the band, or 0 where it cannot
+ * measure (no streaming pair kernel in the active table, no flush instruction, no memory). */
+static int slr_measure(bool guess)
+{
+    const struct vidmm_kernel_ops *ops = vidmm_ops_active();
+    if (ops->unswz_pairs16_nt == NULL)
+        return 0;
+    struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+    l.block_height = 16;
+    const struct vidmm_surface_desc d = { .size = sizeof(d), .width = 4096, .height = 128, .depth = 1,
+                                          .element_bytes = 4, .block_width = 1, .block_height = 1,
+                                          .mip_levels = 1, .array_layers = 1 };
+    const struct vidmm_swz_family *fam;
+    uint64_t lin, total;
+    struct scratch *sc = malloc(sizeof(*sc));
+    if (sc == NULL)
+        return 0;
+    if (vidmm_swz_open("vidmm_stream_linear_rows", &l, &d, &sc->s, &fam, &lin, &total) < 0 ||
+        vidmm_swz_prepare(&sc->s, fam, 0, 0, &sc->m) < 0) {
+        free(sc);
+        return 0;
+    }
+    sc->tiled_bytes = (size_t)total;
+    sc->linear_bytes = (size_t)lin;
+    sc->row = (size_t)sc->m.w * sc->m.elem;
+    sc->slice = sc->row * sc->m.h;
+    if (scratch_alloc(sc) < 0) {
+        free(sc);
+        return 0;
+    }
+    if (vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE) != 0) {
+        free(sc->tiled);
+        free(sc->linear);
+        free(sc);
+        return 0; /* no flush: every copy would be warm, which says nothing of large ones */
+    }
+    /* The two walks as a large copy would take them (the band is below the threshold: 'big'
+     * off and the tile groups off, as choose_walk() has them beyond it), so that choose_walk()
+     * never asks for this policy while it is measured. */
+    const struct vidmm_swz_tune walk[2] = {
+        { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_OFF },
+        { .big = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_ON },
+    };
+    const uint64_t moved = sc->linear_bytes;
+    uint64_t best[2] = { UINT64_MAX, UINT64_MAX };
+    const uint64_t start = now_ns();
+    (void)time_one(sc, &walk[0], VIDMM_SWZ_UNTILE, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO, moved, false);
+    (void)time_one(sc, &walk[1], VIDMM_SWZ_UNTILE, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO, moved, false);
+    for (unsigned r = 0; r < SLR_ROUNDS; r++)
+        for (unsigned j = 0; j < 2; j++) {
+            const unsigned c = (r & 1) ? 1 - j : j; /* A B, B A, ...: drift hits both alike */
+            const uint64_t t = time_one(sc, &walk[c], VIDMM_SWZ_UNTILE, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO,
+                                        moved, true);
+            if (t < best[c])
+                best[c] = t;
+        }
+    free(sc->tiled);
+    free(sc->linear);
+    free(sc);
+    bool stream = guess;
+    if (guess && (double)best[1] > SLR_MARGIN * (double)best[0])
+        stream = false;
+    else if (!guess && SLR_MARGIN * (double)best[1] < (double)best[0])
+        stream = true;
+    vidmm_log(VIDMM_LOG_INFO, "deswizzle linear rows beyond the cache: %s (measured on a cold 2 MiB band in %.1f ms: "
+              "ordinary stores %.0f us, streaming %.0f us; the CPU kind's guess: %s)",
+              stream ? "streaming stores" : "ordinary stores", (double)(now_ns() - start) * 1e-6,
+              (double)best[0] * 1e-3, (double)best[1] * 1e-3, guess ? "streaming" : "ordinary");
+    return stream ? 2 : 1;
+}
+
+bool vidmm_stream_linear_rows(void)
+{
+    int v = atomic_load_explicit(&slr_choice, memory_order_relaxed);
+    if (VIDMM_LIKELY(v != 0))
+        return v == 2;
+    const char *forced = vidmm_option_get_string(VIDMM_OPT_STREAM_LINEAR_ROWS);
+    const bool guess = vidmm_arch_stream_linear_rows();
+    if (forced != NULL && strcmp(forced, "on") == 0) {
+        v = 2;
+    } else if (forced != NULL && strcmp(forced, "off") == 0) {
+        v = 1;
+    } else {
+        if (forced != NULL && strcmp(forced, "auto") != 0)
+            vidmm_log(VIDMM_LOG_WARN, "VIDMM_STREAM_LINEAR_ROWS='%s' is not auto|on|off; measuring", forced);
+        if (!vidmm_option_get(VIDMM_OPT_CALIBRATE))
+            v = guess ? 2 : 1;
+        else if (atomic_flag_test_and_set_explicit(&slr_measuring, memory_order_acquire))
+            return guess; /* another thread measures: the guess meanwhile */
+        else {
+            v = slr_measure(guess);
+            atomic_flag_clear_explicit(&slr_measuring, memory_order_release);
+            if (v == 0)
+                v = guess ? 2 : 1;
+        }
+    }
+    atomic_store_explicit(&slr_choice, v, memory_order_relaxed);
+    return v == 2;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -776,13 +776,14 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
         strip_walk = STRIPS_CACHED;
     /* Streaming stores to the linear rows of a deswizzle of a pair layout the strips do not take
      * (the GOB; D3D / AMD tables of 8- and 16-byte elements), each row's lines whole: when asked,
-     * and by default for the GOB beyond the cache where the CPU's policy says so
-     * (vidmm_arch_stream_linear_rows(): Intel; 0.55-0.72x -> 0.93-0.99x memcpy for block-linear
-     * 64 MiB on a Cascade Lake, 2026-11-26; on Zen 3 the same stores lost, 1.13-1.33x -> 0.61-0.70x,
-     * see above). */
+     * and by default for the GOB beyond the cache where the machine measured them faster
+     * (vidmm_stream_linear_rows(), once per process: 0.55-0.72x -> 0.93-0.99x memcpy for
+     * block-linear 64 MiB on a Cascade Lake, 2026-11-26; 10.0-11.2 -> 4.9-5.6 ms on a Zen 4,
+     * 2026-12-01; on Zen 3 the same stores lost, 1.13-1.33x -> 0.61-0.70x, see above). Asked
+     * last: a copy below the threshold never measures. */
     if (dir == UNTILE && !stream && strip_walk == STRIPS_NONE && t->pair16 && ops->unswz_pairs16_nt != NULL &&
         (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
-         (strategy == VIDMM_STRATEGY_AUTO && big && vidmm_arch_stream_linear_rows() && plines16(t))))
+         (strategy == VIDMM_STRATEGY_AUTO && big && plines16(t) && vidmm_stream_linear_rows())))
         pairs_nt = true;
     w->nt_walk = nt_walk;
     w->strip_walk = strip_walk;
