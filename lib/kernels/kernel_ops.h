@@ -170,11 +170,10 @@ void vidmm_finish_stores(void *dst, size_t n, enum vidmm_mem_kind kind, bool str
 /* vidmm_wc_reset() forgets the copy-to-WC calibration (copy.c). */
 void vidmm_wc_reset(void);
 
-/* vidmm_stream_linear_rows() is the store policy for the linear rows of a block-linear deswizzle
- * larger than the streaming threshold (kernels.h VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS):
- * VIDMM_STREAM_LINEAR_ROWS=on|off, else measured once per process on a cold band
- * (swizzle_tune.c), else (VIDMM_CALIBRATE=0, nothing to measure with) the CPU kind's guess,
- * vidmm_arch_stream_linear_rows(). vidmm_stream_linear_reset() forgets it. */
+/* vidmm_stream_linear_rows() is the store policy vidmm_cpu_info() reports
+ * (VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS): swizzle_internal.h vidmm_swz_stream_linear() for a
+ * block-linear band of 4-byte elements and the active backend, resolved once.
+ * vidmm_stream_linear_reset() forgets it and every kind's measurement (swizzle_tune.c). */
 bool vidmm_stream_linear_rows(void);
 void vidmm_stream_linear_reset(void);
 

@@ -235,6 +235,14 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
                            enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
                            uint64_t budget_ns, const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *best);
 
+/* vidmm_swz_stream_linear() is whether a deswizzle of subresource 'm' larger than the streaming
+ * threshold writes its linear rows with streaming stores in walk 'which' (the GOB pair walk, or
+ * the line layouts' four-row strips): VIDMM_STREAM_LINEAR_ROWS=on|off, else measured once per
+ * process for the kind of 'm' and 'backend' (swizzle_tune.c "The linear-row store policy"), else
+ * (VIDMM_CALIBRATE=0, nothing to measure with) a guess. The first call of a kind costs ~5 ms. */
+enum vidmm_swz_linear { VIDMM_SWZ_LINEAR_PAIRS, VIDMM_SWZ_LINEAR_STRIPS };
+bool vidmm_swz_stream_linear(const struct vidmm_swz_mip *m, enum vidmm_backend backend, enum vidmm_swz_linear which);
+
 /* Overflow-checked 64-bit arithmetic for the families' size sums. */
 static inline bool vidmm_swz_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {

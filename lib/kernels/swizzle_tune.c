@@ -400,131 +400,201 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The linear-row store policy (kernel_ops.h vidmm_stream_linear_rows()).
+ * The linear-row store policy (vidmm_swz_stream_linear(), kernel_ops.h vidmm_stream_linear_rows()).
  *
- * Whether a block-linear deswizzle larger than the cache writes its linear rows with streaming
- * stores (the GOB pair walk, whole lines) or ordinary ones is a property of the machine's memory,
- * not of the copy, and the CPU kinds disagree: streaming won 1.5x on a Cascade Lake (2026-11-26),
- * lost 2x on a Zen 3 (2026-11-22) and won 1.9-2.3x on a Zen 4 (64 MiB, 4- and 16-byte elements,
- * 10.0-11.2 ms -> 4.9-5.6 ms, bench_swizzle_tune 5 64 block_linear, 2026-12-01), where the vendor
- * rule that had stood for it kept ordinary stores. So it is measured, once per process, at the
- * first copy that asks: a band of 2 MiB (4096 x 128 elements of 4 bytes, block height 16) taken
- * cold - both sides evicted before each copy, so that loads miss and ordinary stores read their
- * lines for ownership as through a surface larger than the cache - with the walk a large copy
- * takes (tiles one at a time) against the streaming pair walk, alternating, best of 7 each. On
- * the Zen 4 the band showed the direction of the 64 MiB copies and most of their size (242 us
- * against 104 us, 2.3x; whole 64 MiB 12.1 against 5.3 ms, best of 7). The CPU kind's guess
- * stays unless the other side is 10% faster. Cost: 4 MiB of memory and about 5 ms, once.
+ * Whether a deswizzle larger than the cache writes its linear rows with streaming stores (whole
+ * lines) or ordinary ones is a matter of the machine's memory and the layout's row pattern, and
+ * the CPU kinds disagree:
+ *  - the block-linear GOB (the streaming pair walk): streaming won 1.5x on a Cascade Lake
+ *    (2026-11-26), lost 2x on a Zen 3 (2026-11-22) and won 1.9-2.3x on a Zen 4 (64 MiB, 4- and
+ *    16-byte elements, 10.0-11.2 ms -> 4.9-5.6 ms, bench_swizzle_tune 5 64 block_linear,
+ *    2026-12-01), where the vendor rule that had stood for it kept ordinary stores;
+ *  - the line layouts' four-row strips: streaming lost 1.3x on the Cascade Lake and won
+ *    1.4-1.8x on a Sapphire Rapids (bench_swizzle_tune, 2026-11-28) and 1.2-1.3x on the Zen 4
+ *    (Intel Y, Tile4, D3D 4 KB, 64 MiB, best of 5: 5.17 -> 4.33, 4.32 -> 3.27, 4.82 -> 3.69 ms),
+ *    but not for D3D and AMD tables of 16-byte elements there (0.91-1.0x).
+ * So each kind of copy (layout, its parameters, element size, backend) measures it once per
+ * process, at the first large deswizzle of that kind: a band of its own layout and row length of
+ * about 2 MiB, taken cold - both sides evicted before each copy, so that loads miss and ordinary
+ * stores read their lines for ownership as through a surface larger than the cache - the walk a
+ * large copy takes against the same walk streaming its linear rows, alternating, best of 7 each
+ * (3 to 7: fewer on bands wider than 2 MiB).
+ * The bands showed the 64 MiB copies' direction and most of their size on the Zen 4 (the GOB
+ * 218-267 us against 95-117 us; whole 64 MiB 12.1 against 5.3 ms; Intel Y 145 against 114 us,
+ * Tile4 125 against 103, D3D 4 KB 117 against 91). The guess (the GOB: the CPU kind's,
+ * vidmm_arch_stream_linear_rows(); the strips: ordinary stores) stands unless the other side is
+ * 10% faster. Cost: 4 MiB of memory and about 5 ms, once per kind; a copy of that size takes
+ * 3-10 ms.
  * ------------------------------------------------------------------------------------------- */
 #define SLR_ROUNDS 7
 #define SLR_MARGIN 1.10
+#define SLR_KINDS 64
 
-static _Atomic int slr_choice;          /* 0 unknown, 1 ordinary stores, 2 streaming */
+struct slr_kind {
+    struct vidmm_swz_tune_key key;
+    uint8_t which;  /* enum vidmm_swz_linear */
+    uint8_t stream; /* the measured (or forced, or guessed) answer */
+};
+
+static pthread_mutex_t slr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slr_kind slr_kinds[SLR_KINDS];
+static unsigned slr_count, slr_next;
 static atomic_flag slr_measuring = ATOMIC_FLAG_INIT;
+static atomic_flag slr_warned = ATOMIC_FLAG_INIT; /* a bad VIDMM_STREAM_LINEAR_ROWS, once */
+static _Atomic int slr_ref; /* vidmm_stream_linear_rows(): 0 unknown, 1 ordinary, 2 streaming */
+static uint64_t slr_measured;
 
 void vidmm_stream_linear_reset(void)
 {
-    atomic_store_explicit(&slr_choice, 0, memory_order_relaxed);
+    pthread_mutex_lock(&slr_lock);
+    slr_count = slr_next = 0;
+    pthread_mutex_unlock(&slr_lock);
+    atomic_store_explicit(&slr_ref, 0, memory_order_relaxed);
 }
 
-/* slr_measure() returns 1 (ordinary) or 2 (streaming) from the band, or 0 where it cannot
- * measure (no streaming pair kernel in the active table, no flush instruction, no memory). */
-static int slr_measure(bool guess)
+/* slr_measure() returns 1 (ordinary stores) or 2 (streaming) as measured on a cold band of the
+ * kind of 'm' (a mip of 'm->s'), or 0 where it cannot measure (no band, no memory, no flush
+ * instruction). */
+static int slr_measure(const struct vidmm_swz_mip *m, enum vidmm_backend backend, enum vidmm_swz_linear which,
+                       bool guess)
 {
-    const struct vidmm_kernel_ops *ops = vidmm_ops_active();
-    if (ops->unswz_pairs16_nt == NULL)
+    struct scratch *sc = malloc(sizeof(*sc));
+    if (sc == NULL)
         return 0;
+    if (band_open(m->s, m, TUNE_BAND, sc) < 0 || scratch_alloc(sc) < 0) {
+        free(sc);
+        return 0;
+    }
+    int v = 0;
+    if (vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE) != 0)
+        goto out; /* no flush: every copy would be warm, which says nothing of large ones */
+    /* The two walks as a large copy takes them. The band is below the threshold, so 'big' is
+     * off (choose_walk() never asks for this policy while it is measured) and the rest is set
+     * as choose_walk() has it beyond the threshold: tile groups off, the strips cached. */
+    struct vidmm_swz_tune walk[2] = {
+        { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_OFF },
+        { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_OFF },
+    };
+    if (which == VIDMM_SWZ_LINEAR_PAIRS) {
+        walk[1].pairs_nt = VIDMM_SWZ_TUNE_ON;
+    } else {
+        walk[0].strips = VIDMM_SWZ_STRIPS_CACHED;
+        walk[1].strips = VIDMM_SWZ_STRIPS_NT;
+    }
+    const uint64_t moved = sc->linear_bytes, start = now_ns();
+    uint64_t best[2] = { UINT64_MAX, UINT64_MAX };
+    (void)time_one(sc, &walk[0], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, false);
+    (void)time_one(sc, &walk[1], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, false);
+    /* Fewer rounds for a band wider than 2 MiB (a block row of a wide surface of 16-byte
+     * elements is 4 MiB: 7 rounds took 18.6 ms on a loaded Zen 4), never fewer than 3. */
+    unsigned rounds = (unsigned)((uint64_t)SLR_ROUNDS * TUNE_BAND / (moved > 0 ? moved : 1));
+    rounds = rounds < 3 ? 3 : rounds > SLR_ROUNDS ? SLR_ROUNDS : rounds;
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned j = 0; j < 2; j++) {
+            const unsigned c = (r & 1) ? 1 - j : j; /* A B, B A, ...: drift hits both alike */
+            const uint64_t t = time_one(sc, &walk[c], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, true);
+            if (t < best[c])
+                best[c] = t;
+        }
+    bool stream = guess;
+    if (guess && (double)best[1] > SLR_MARGIN * (double)best[0])
+        stream = false;
+    else if (!guess && SLR_MARGIN * (double)best[1] < (double)best[0])
+        stream = true;
+    v = stream ? 2 : 1;
+    vidmm_log(VIDMM_LOG_INFO, "deswizzle linear rows beyond the cache, tiling %u, %u-byte elements, %s: %s (measured "
+              "on a cold %zu KiB band in %.1f ms: ordinary stores %.0f us, streaming %.0f us; the guess: %s)",
+              (unsigned)m->s->layout.tiling, m->elem, which == VIDMM_SWZ_LINEAR_PAIRS ? "pair walk" : "strips",
+              stream ? "streaming stores" : "ordinary stores", sc->linear_bytes >> 10,
+              (double)(now_ns() - start) * 1e-6, (double)best[0] * 1e-3, (double)best[1] * 1e-3,
+              guess ? "streaming" : "ordinary");
+out:
+    free(sc->tiled);
+    free(sc->linear);
+    free(sc);
+    return v;
+}
+
+/* slr_forced() is VIDMM_STREAM_LINEAR_ROWS: 2 on, 1 off, 0 auto (unset, or a bad word: warned
+ * about once, and measured past). */
+static int slr_forced(void)
+{
+    const char *forced = vidmm_option_get_string(VIDMM_OPT_STREAM_LINEAR_ROWS);
+    if (forced == NULL || strcmp(forced, "auto") == 0)
+        return 0;
+    if (strcmp(forced, "on") == 0)
+        return 2;
+    if (strcmp(forced, "off") == 0)
+        return 1;
+    if (!atomic_flag_test_and_set_explicit(&slr_warned, memory_order_relaxed))
+        vidmm_log(VIDMM_LOG_WARN, "VIDMM_STREAM_LINEAR_ROWS='%s' is not auto|on|off; measuring", forced);
+    return 0;
+}
+
+bool vidmm_swz_stream_linear(const struct vidmm_swz_mip *m, enum vidmm_backend backend, enum vidmm_swz_linear which)
+{
+    const bool guess = which == VIDMM_SWZ_LINEAR_PAIRS && vidmm_arch_stream_linear_rows();
+    const int forced = slr_forced();
+    if (forced != 0)
+        return forced == 2;
+    if (!vidmm_option_get(VIDMM_OPT_CALIBRATE))
+        return guess;
+    struct vidmm_swz_tune_key k;
+    backend = backend == VIDMM_BACKEND_AUTO ? vidmm_backend_active() : backend;
+    vidmm_swz_tune_key_of(m->s, m, 0, VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, &k);
+    pthread_mutex_lock(&slr_lock);
+    for (unsigned i = 0; i < slr_count; i++)
+        if (slr_kinds[i].which == which && memcmp(&slr_kinds[i].key, &k, sizeof(k)) == 0) {
+            const bool v = slr_kinds[i].stream;
+            pthread_mutex_unlock(&slr_lock);
+            return v;
+        }
+    pthread_mutex_unlock(&slr_lock);
+    /* One measurement at a time: another thread's copy takes the guess meanwhile. */
+    if (atomic_flag_test_and_set_explicit(&slr_measuring, memory_order_acquire))
+        return guess;
+    const int v = slr_measure(m, backend, which, guess);
+    atomic_flag_clear_explicit(&slr_measuring, memory_order_release);
+    const bool stream = v == 0 ? guess : v == 2;
+    pthread_mutex_lock(&slr_lock);
+    const unsigned i = slr_count < SLR_KINDS ? slr_count++ : slr_next;
+    if (slr_count == SLR_KINDS && i == slr_next)
+        slr_next = (slr_next + 1) % SLR_KINDS;
+    slr_kinds[i] = (struct slr_kind){ .key = k, .which = (uint8_t)which, .stream = stream };
+    slr_measured += v != 0;
+    pthread_mutex_unlock(&slr_lock);
+    return stream;
+}
+
+/* The policy vidmm_cpu_info() reports: the GOB's pair walk for 4096 x 128 elements of 4 bytes,
+ * block height 16 (a 2 MiB band), with the active backend (the scalar one: the guess, though
+ * its copies never stream). */
+bool vidmm_stream_linear_rows(void)
+{
+    int v = atomic_load_explicit(&slr_ref, memory_order_relaxed);
+    if (VIDMM_LIKELY(v != 0))
+        return v == 2;
     struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
     l.block_height = 16;
     const struct vidmm_surface_desc d = { .size = sizeof(d), .width = 4096, .height = 128, .depth = 1,
                                           .element_bytes = 4, .block_width = 1, .block_height = 1,
                                           .mip_levels = 1, .array_layers = 1 };
     const struct vidmm_swz_family *fam;
+    struct vidmm_swz_surface s;
+    struct vidmm_swz_mip m;
     uint64_t lin, total;
-    struct scratch *sc = malloc(sizeof(*sc));
-    if (sc == NULL)
-        return 0;
-    if (vidmm_swz_open("vidmm_stream_linear_rows", &l, &d, &sc->s, &fam, &lin, &total) < 0 ||
-        vidmm_swz_prepare(&sc->s, fam, 0, 0, &sc->m) < 0) {
-        free(sc);
-        return 0;
-    }
-    sc->tiled_bytes = (size_t)total;
-    sc->linear_bytes = (size_t)lin;
-    sc->row = (size_t)sc->m.w * sc->m.elem;
-    sc->slice = sc->row * sc->m.h;
-    if (scratch_alloc(sc) < 0) {
-        free(sc);
-        return 0;
-    }
-    if (vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE) != 0) {
-        free(sc->tiled);
-        free(sc->linear);
-        free(sc);
-        return 0; /* no flush: every copy would be warm, which says nothing of large ones */
-    }
-    /* The two walks as a large copy would take them (the band is below the threshold: 'big'
-     * off and the tile groups off, as choose_walk() has them beyond it), so that choose_walk()
-     * never asks for this policy while it is measured. */
-    const struct vidmm_swz_tune walk[2] = {
-        { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_OFF },
-        { .big = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_ON },
-    };
-    const uint64_t moved = sc->linear_bytes;
-    uint64_t best[2] = { UINT64_MAX, UINT64_MAX };
-    const uint64_t start = now_ns();
-    (void)time_one(sc, &walk[0], VIDMM_SWZ_UNTILE, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO, moved, false);
-    (void)time_one(sc, &walk[1], VIDMM_SWZ_UNTILE, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO, moved, false);
-    for (unsigned r = 0; r < SLR_ROUNDS; r++)
-        for (unsigned j = 0; j < 2; j++) {
-            const unsigned c = (r & 1) ? 1 - j : j; /* A B, B A, ...: drift hits both alike */
-            const uint64_t t = time_one(sc, &walk[c], VIDMM_SWZ_UNTILE, VIDMM_BACKEND_AUTO, VIDMM_STRATEGY_AUTO,
-                                        moved, true);
-            if (t < best[c])
-                best[c] = t;
-        }
-    free(sc->tiled);
-    free(sc->linear);
-    free(sc);
-    bool stream = guess;
-    if (guess && (double)best[1] > SLR_MARGIN * (double)best[0])
-        stream = false;
-    else if (!guess && SLR_MARGIN * (double)best[1] < (double)best[0])
-        stream = true;
-    vidmm_log(VIDMM_LOG_INFO, "deswizzle linear rows beyond the cache: %s (measured on a cold 2 MiB band in %.1f ms: "
-              "ordinary stores %.0f us, streaming %.0f us; the CPU kind's guess: %s)",
-              stream ? "streaming stores" : "ordinary stores", (double)(now_ns() - start) * 1e-6,
-              (double)best[0] * 1e-3, (double)best[1] * 1e-3, guess ? "streaming" : "ordinary");
-    return stream ? 2 : 1;
-}
-
-bool vidmm_stream_linear_rows(void)
-{
-    int v = atomic_load_explicit(&slr_choice, memory_order_relaxed);
-    if (VIDMM_LIKELY(v != 0))
-        return v == 2;
-    const char *forced = vidmm_option_get_string(VIDMM_OPT_STREAM_LINEAR_ROWS);
-    const bool guess = vidmm_arch_stream_linear_rows();
-    if (forced != NULL && strcmp(forced, "on") == 0) {
-        v = 2;
-    } else if (forced != NULL && strcmp(forced, "off") == 0) {
-        v = 1;
-    } else {
-        if (forced != NULL && strcmp(forced, "auto") != 0)
-            vidmm_log(VIDMM_LOG_WARN, "VIDMM_STREAM_LINEAR_ROWS='%s' is not auto|on|off; measuring", forced);
-        if (!vidmm_option_get(VIDMM_OPT_CALIBRATE))
-            v = guess ? 2 : 1;
-        else if (atomic_flag_test_and_set_explicit(&slr_measuring, memory_order_acquire))
-            return guess; /* another thread measures: the guess meanwhile */
-        else {
-            v = slr_measure(guess);
-            atomic_flag_clear_explicit(&slr_measuring, memory_order_release);
-            if (v == 0)
-                v = guess ? 2 : 1;
-        }
-    }
-    atomic_store_explicit(&slr_choice, v, memory_order_relaxed);
-    return v == 2;
+    bool stream;
+    const struct vidmm_kernel_ops *ops = vidmm_ops_active();
+    const int forced = slr_forced();
+    if (forced != 0)
+        stream = forced == 2;
+    else if (ops->unswz_pairs16_nt == NULL || vidmm_swz_open("vidmm_cpu_info", &l, &d, &s, &fam, &lin, &total) < 0 ||
+             vidmm_swz_prepare(&s, fam, 0, 0, &m) < 0)
+        stream = vidmm_arch_stream_linear_rows(); /* no streaming pair kernel to measure: the guess */
+    else
+        stream = vidmm_swz_stream_linear(&m, ops->backend, VIDMM_SWZ_LINEAR_PAIRS);
+    atomic_store_explicit(&slr_ref, stream ? 2 : 1, memory_order_relaxed);
+    return stream;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -761,7 +761,12 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     enum strip_walk strip_walk = STRIPS_NONE;
     const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
     const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
-    if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
+    if (!stream && dir == UNTILE && strip16 && ops->unswz_strip16_nt != NULL &&
+        (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
+         (strategy == VIDMM_STRATEGY_AUTO && big && vidmm_swz_stream_linear(m, ops->backend, VIDMM_SWZ_LINEAR_STRIPS))))
+        /* Streaming stores to a large deswizzle's linear rows where this kind of copy measured
+         * them faster (vidmm_swz_stream_linear(): Sapphire Rapids and Zen 4 yes, Cascade Lake
+         * no), or when asked. */
         strip_walk = STRIPS_NT;
     else if (dir == TILE && (nt_walk == NT_LINES16 || nt_walk == NT_QLINES8) && (strip16 || qstrip8) &&
              ops->swz_strip16_nt != NULL && ops->swz_qstrip8_nt != NULL)
@@ -783,7 +788,8 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
      * last: a copy below the threshold never measures. */
     if (dir == UNTILE && !stream && strip_walk == STRIPS_NONE && t->pair16 && ops->unswz_pairs16_nt != NULL &&
         (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
-         (strategy == VIDMM_STRATEGY_AUTO && big && plines16(t) && vidmm_stream_linear_rows())))
+         (strategy == VIDMM_STRATEGY_AUTO && big && plines16(t) &&
+          vidmm_swz_stream_linear(m, ops->backend, VIDMM_SWZ_LINEAR_PAIRS))))
         pairs_nt = true;
     w->nt_walk = nt_walk;
     w->strip_walk = strip_walk;
