@@ -482,6 +482,8 @@ static __attribute__((noinline)) void row_runs16(const struct vidmm_swz_tiles *t
     }
 }
 
+#define LONG_ROW_TILES 32u
+
 /* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
  * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
  * offset is two table loads and an XOR, instead of a call of the address function. The linear
@@ -509,6 +511,18 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
              t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
         group = GROUP_ROW_BYTES >> t->tw_log2;
 
+    /* Layouts whose runs are whole tile rows (Intel X): tiles side by side in a row move as one
+     * wide tile, LONG_ROW_TILES at most a call, through a table of tile offsets. One call per
+     * 4 KiB tile left 11% of a 4 MiB Intel X deswizzle in the walk around the kernel (perf;
+     * 87-88 us against 76-77 us for the kernel's loop over the same tiles inline, Zen 4,
+     * 2026-12-01). */
+    uint32_t row_xo[LONG_ROW_TILES];
+    const bool long_row = t->run_log2 == t->tw_log2 && t->run_log2 >= 6 && t->td_log2 == 0 && nt_walk == NT_NONE &&
+                          stream_ops == NULL && ops->swz_runs64 != NULL && t->tw_log2 + t->th_log2 < 26 &&
+                          x1 - x0 >= 2ull << t->tw_log2;
+    if (long_row)
+        for (unsigned c = 0; c < LONG_ROW_TILES; c++)
+            row_xo[c] = (uint32_t)c << (t->tw_log2 + t->th_log2);
     for (uint32_t z = b->z; z < b->z + b->depth; z++) {
         const uint32_t zoff = t->zo[z & td_mask], tz = z >> t->td_log2;
         unsigned char *lslice = linear + (size_t)(z - b->z) * slice_pitch;
@@ -524,6 +538,24 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
                 continue;
             for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
                 unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
+                if (long_row) {
+                    /* Whole tiles one run wide (Intel X's 512-byte rows) side by side in memory:
+                     * up to LONG_ROW_TILES in one kernel call, row by row across them. */
+                    uint64_t n = (x1 >> t->tw_log2) - tx;
+                    if ((tx << t->tw_log2) >= x0 && n > 1) {
+                        if (n > LONG_ROW_TILES)
+                            n = LONG_ROW_TILES;
+                        const uint64_t tbytes = 1ull << (t->tw_log2 + t->th_log2);
+                        if ((uint64_t)(t->tile_base(m, tx + n - 1, ty, tz) - (uint64_t)(tb - tiled)) ==
+                            (n - 1) * tbytes) {
+                            long_runs(t, tb, lslice + (size_t)(r0 - b->y) * row_pitch + ((tx << t->tw_log2) - x0),
+                                      row_pitch, zoff, row_xo, (unsigned)n, t->yo + (r0 & th_mask), r1 - r0, dir,
+                                      ops);
+                            tx += n - 1;
+                            continue;
+                        }
+                    }
+                }
                 /* Whole groups only, so that the column count is one the pair kernel unrolls (32
                  * runs for the GOB and Intel tiles); a 64x64 box grouping three block-linear tiles
                  * (12 runs, the generic loop) measured slower than tile by tile. */
