@@ -7,7 +7,8 @@
 # and a box, copy, fill, flush, the engine's create/destroy, lock/unlock, submit, evict + page-in,
 # the disk tier's write-out and read-back through the synchronous I/O backend; since issue 25 also
 # one-reference submits, lists of distinct priorities, range locks, write-watch, swizzle plans,
-# WDDM2 residency, VA translation and offer/reclaim) runs once under each, and a row whose count
+# WDDM2 residency, VA translation and offer/reclaim; since issue 31 range locks with tracking off
+# and plans with a forced walk) runs once under each, and a row whose count
 # grows by more than the threshold fails the gate.
 #
 #   tools/bench_gate.sh                 the base revision against the work tree (see below)

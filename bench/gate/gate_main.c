@@ -945,15 +945,41 @@ static void row_pressure_prio(uint32_t n)
  * range (the engine untiles it into the view), writes one byte in every 16th page of the view,
  * and unlocks (what was written is tiled back: the pages a write-watch saw, or the whole view
  * where there is none). 'mode': 0 the whole surface, 1 READ_ONLY (nothing goes back), 2 a
- * narrow lock of a 64 x 64 box off the tile grid (vidmm_lock_region(): that box only). Every
+ * narrow lock of a 64 x 64 box off the tile grid (vidmm_lock_region(): that box only), 3 the
+ * whole surface with write tracking off (VIDMM_RANGE_DIRTY=off: each unlock tiles the whole view
+ * back, with neither write-watch nor snapshot - lock.c range_want_track(), issue 31). Every
  * row's allocation has the same size and a device of its own: a range view that grows between
  * two allocations of different sizes crashed in range_open() (lib/engine/lock.c, issue 25), and
  * these rows measure the lock, not that case. */
 #define RANGE_SIDE 256u
+
+/* The range rows' device; 'untracked': made with VIDMM_RANGE_DIRTY=off, which the device reads
+ * once, when it is created (lib/engine/device.c), the variable then put back as it was (unset,
+ * or the caller's value) so that no other row's device sees it. */
+static int range_device(bool untracked, vidmm_device **out)
+{
+    if (!untracked)
+        return gate_device_ex(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, 0, 2, out);
+    const char *was = getenv("VIDMM_RANGE_DIRTY");
+    char *keep = was != NULL ? strdup(was) : NULL;
+    if ((was != NULL && keep == NULL) || setenv("VIDMM_RANGE_DIRTY", "off", 1) != 0) {
+        free(keep);
+        return VIDMM_E_NO_MEMORY;
+    }
+    int rc = gate_device_ex(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, 0, 2, out);
+    if (keep != NULL)
+        setenv("VIDMM_RANGE_DIRTY", keep, 1);
+    else
+        unsetenv("VIDMM_RANGE_DIRTY");
+    free(keep);
+    return rc;
+}
+
 static void row_lock_range(int mode)
 {
     static const char *const names[] = { "engine/lock_range/bl256x256", "engine/lock_range_read/bl256x256",
-                                         "engine/lock_region/bl256x256/box64" };
+                                         "engine/lock_region/bl256x256/box64",
+                                         "engine/lock_range_untracked/bl256x256" };
     const char *name = names[mode];
     if (!row_wanted(name))
         return;
@@ -966,7 +992,7 @@ static void row_lock_range(int mode)
     vidmm_handle h = 0;
     int rc = vidmm_surface_tiled_size(&L, &S, &tiled);
     if (rc == 0)
-        rc = gate_device_ex(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, 0, 2, &dev);
+        rc = range_device(mode == 3, &dev);
     if (rc == 0) {
         struct vidmm_alloc_desc d = alloc_desc(tiled, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_SWIZZLED);
         d.layout = &L;
@@ -998,7 +1024,7 @@ static void row_lock_range(int mode)
                 ((unsigned char *)la.data)[y * reg.row_pitch] = (unsigned char)(r + y);
         } else {
             e = vidmm_lock(dev, &la);
-            for (uint64_t off = 0; e == 0 && mode == 0 && off < linear; off += 16 * 4096)
+            for (uint64_t off = 0; e == 0 && (mode == 0 || mode == 3) && off < linear; off += 16 * 4096)
                 ((unsigned char *)la.data)[off + r * 64] = (unsigned char)(r + off);
         }
         if (e == 0)
@@ -1106,6 +1132,55 @@ static void row_swizzle_plan(const struct swz_family *f, int what)
     row_end(name, reps, rc);
     vidmm_swizzle_plan_destroy(plan);
 }
+
+#ifdef VIDMM_SWIZZLE_TUNE_BUDGET_NS /* the measured plans (0.6): trees before them have no such row */
+/* A swizzle plan with a forced walk (vidmm_swizzle_plan_force_walk()): the plan of mip 0 of a
+ * 1024x1024 surface, walk 1 of its candidates - the first besides the default, a fixed choice
+ * per backend - forced in the row's direction, and one whole-subresource copy through it: the
+ * out-of-line path a measured plan's whole copies take (swizzle_plan.c copy_sub_tuned(); box
+ * copies keep the default walk, so the box rows above never reach it). A backend with one walk
+ * only (scalar: the reference walk) has no row, as a write-watch backend the kernel refuses. */
+static void row_swizzle_plan_forced(const struct swz_family *f, bool deswizzle)
+{
+    char name[64];
+    const uint32_t side = swz_sides[NSIDES - 1];
+    snprintf(name, sizeof(name), "%s_forced/%s/%ux%u", deswizzle ? "deswizzle_plan" : "swizzle_plan", f->name, side,
+             side);
+    struct vidmm_tile_layout L;
+    struct vidmm_surface_desc S;
+    swz_describe(f, side, &L, &S);
+    vidmm_swizzle_plan *plan = NULL;
+    uint32_t walks = 0;
+    if (vidmm_swizzle_plan_create(&L, &S, 0, 0, NULL, &plan) != 0 ||
+        vidmm_swizzle_plan_walk_candidates(plan, deswizzle, &walks) != 0 || walks < 2 || !row_wanted(name)) {
+        vidmm_swizzle_plan_destroy(plan);
+        return;
+    }
+    const unsigned reps = 1; /* 4 MiB, as the whole-surface rows */
+    struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
+    int rc = vidmm_swizzle_plan_force_walk(plan, deswizzle, 1);
+    if (rc == 0)
+        rc = vidmm_swizzle_plan_info(plan, &info);
+    if (rc == 0 && (info.tune_source != VIDMM_SWIZZLE_TUNE_FORCED || info.tiled_size > g_tiled_cap))
+        rc = VIDMM_E_INVALID_ARG;
+    if (rc != 0) {
+        row_setup_failed(name, "vidmm_swizzle_plan_force_walk", rc);
+        vidmm_swizzle_plan_destroy(plan);
+        return;
+    }
+    const size_t lin = (size_t)info.linear_size, pitch = (size_t)S.width * S.element_bytes;
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        if (deswizzle)
+            rc |= vidmm_swizzle_plan_deswizzle(plan, NULL, g_tiled, (size_t)info.tiled_size, g_dst, lin, pitch, lin);
+        else
+            rc |= vidmm_swizzle_plan_swizzle(plan, NULL, g_tiled, (size_t)info.tiled_size, g_src, lin, pitch, lin);
+    }
+    row_end(name, reps, rc);
+    vidmm_swizzle_plan_destroy(plan);
+}
+#endif
 
 /* WDDM2 (include/vidmm/wddm2.h): MakeResident + Evict of a resident list of 'n' 4 KiB
  * allocations of distinct priorities (the reference count goes 1 -> 2 -> 1: nothing is paged),
@@ -1307,7 +1382,7 @@ static void rows_users(void)
     for (size_t i = 0; i < NSCALE; i++)
         row_prio_list(scale_lengths[i], false);
     row_pressure_prio(64);
-    for (int mode = 0; mode < 3; mode++)
+    for (int mode = 0; mode < 4; mode++)
         row_lock_range(mode);
     row_writewatch(VIDMM_WRITEWATCH_UFFD);
     row_writewatch(VIDMM_WRITEWATCH_SOFTDIRTY);
@@ -1316,6 +1391,10 @@ static void rows_users(void)
         row_swizzle_plan(&families[0], what);
     for (int what = 0; what < 2; what++)
         row_swizzle_plan(&families[1], what);
+#ifdef VIDMM_SWIZZLE_TUNE_BUDGET_NS
+    row_swizzle_plan_forced(&families[0], false);
+    row_swizzle_plan_forced(&families[0], true);
+#endif
     for (size_t i = 0; i < NSCALE; i++)
         row_w2_residency(scale_lengths[i], false);
 #ifdef VIDMM_EVICT_ARGS_V1_SIZE

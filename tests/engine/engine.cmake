@@ -50,6 +50,9 @@ endforeach()
 # test_conf_resident_lists compares the resident-list path of vidmm_submit() with the general one on
 # twin devices, steering one twin through struct vidmm_device (lib/engine/engine.h).
 target_include_directories(test_conf_resident_lists PRIVATE ${PROJECT_SOURCE_DIR}/lib)
+# test_lazy_ranges checks that a new allocation given a destroyed one's instance address does not
+# inherit its range history: it reads the instance a handle names (lib/engine/engine.h vm_lookup()).
+target_include_directories(test_lazy_ranges PRIVATE ${PROJECT_SOURCE_DIR}/lib)
 
 # The WDDM2 translation's latency (issue 15: ns per vidmm_va_translate()) next to the WDDM1 lookup
 # by handle (vidmm_alloc_query()): a program run by hand, not a test (performance is never

@@ -8,7 +8,9 @@
  * accesses through the view work (write(2) from it, read(2) into it); a fork while locked
  * leaves the parent's view working; VIDMM_LAZY=off gives the eager view. Where the kernel
  * refuses the lazy view (no full userfaultfd with WP_ASYNC: Linux < 6.7, no privilege,
- * valgrind) every test is a skip that says so. */
+ * valgrind) every test is a skip that says so. Eager range locks tracked or not by history
+ * (range_want_track()), and both histories forgotten with the range: an allocation made where a
+ * destroyed one was does not inherit them. */
 #include "t_engine.h"
 
 #include <pthread.h>
@@ -17,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "engine/engine.h" /* struct vm_alloc: which instance a handle names, and its range */
 
 #define SEG_SIZE (64 * T_MiB)
 #define PAGE 4096u
@@ -931,5 +935,120 @@ Test(lazy, range_dirty_off_never_tracks)
     d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 71);
     for (uint32_t k = 0; k < 3; k++)
         cr_assert(!track_round(&d, false, k), "lock %u tracked with VIDMM_RANGE_DIRTY=off", k);
+    disc_close(&d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A released range forgets its history (lock.c range_release()): the histories of
+ * range_want_track() and range_want_lazy() are kept per allocation address ('tr_a', 'hist_a'),
+ * and a new allocation may be given the address of a destroyed one - the device's instance cache
+ * (alloc.c instance_get()) hands the last freed instance out first - and, the destroy having
+ * released its range, the same range. Its first lock then has nothing known: tracked, and lazy.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The address of the instance handle 'h' names (an integer: it is compared after the instance
+ * is freed), and in '*range' the range it holds (-1: none). */
+static uintptr_t instance_of(vidmm_device *dev, vidmm_handle h, int *range)
+{
+    pthread_mutex_lock(&dev->mu);
+    const struct vm_alloc *a = vm_lookup(dev, h);
+    cr_assert_not_null(a, "handle 0x%llx names no instance", (unsigned long long)h);
+    *range = a->range;
+    pthread_mutex_unlock(&dev->mu);
+    return (uintptr_t)a;
+}
+
+/* A device (lazy or eager ranges, by history) and a 1024 x 512 surface's buffers, no allocation. */
+static void reuse_open(struct disc *d, bool lazy)
+{
+    memset(d, 0, sizeof *d);
+    d->dev = lazy_dev_history(lazy, true);
+    t_surf_init(&d->s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+    t_surf_sizes(&d->s);
+    d->tn = (size_t)d->s.tiled;
+    d->ln = (size_t)d->s.linear;
+    d->tiled = malloc(d->tn);
+    d->lin = malloc(d->ln);
+    d->buf = malloc(d->tn > d->ln ? d->tn : d->ln);
+    cr_assert(d->tiled && d->lin && d->buf);
+}
+
+/* Destroys allocation d->h, whose instance was 'old' on range 'range', and makes d->h a new one
+ * (seed 'seed'); true when it got the same instance address. Under AddressSanitizer the device
+ * keeps no instance cache and the sanitizer's quarantine holds freed memory back, so there a new
+ * allocation gets another address. */
+static bool reuse_alloc(struct disc *d, uintptr_t old, int range, uint32_t seed)
+{
+    cr_assert_geq(range, 0, "the first allocation holds no range");
+    cr_assert_eq(vidmm_alloc_destroy(d->dev, d->h), 0);
+    d->h = t_surf_alloc(d->dev, &d->s, d->tiled, seed);
+    int r;
+    return instance_of(d->dev, d->h, &r) == old;
+}
+
+Test(lazy, new_allocation_at_a_released_address_is_tracked)
+{
+    require_anon_watch();
+    struct disc d;
+    reuse_open(&d, false);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 72);
+    /* Dense locks until the history says untracked: the first tracked (nothing known), the
+     * second untracked, and one more untracked to go (range_want_track(): 2 after the first). */
+    cr_assert(track_round(&d, true, 0), "the first dense lock of an allocation went untracked");
+    cr_assert(!track_round(&d, true, 1), "the lock after a dense tracked one went tracked");
+    int range0;
+    const uintptr_t a0 = instance_of(d.dev, d.h, &range0);
+    if (!reuse_alloc(&d, a0, range0, 73)) {
+        disc_close(&d);
+        cr_skip_test("the new allocation did not get the destroyed one's instance address (so under "
+                     "AddressSanitizer: no instance cache, freed memory quarantined): no history to inherit");
+    }
+    /* Its first lock: tracked, on the same range - the history of the same address on it was
+     * the destroyed allocation's, and went with the range. */
+    const bool tracked = track_round(&d, false, 2);
+    int range1;
+    (void)instance_of(d.dev, d.h, &range1);
+    cr_assert_eq(range1, range0, "the new allocation took range %d, not the destroyed one's %d", range1, range0);
+    cr_assert(tracked, "the first lock of a new allocation at a destroyed one's address went untracked: it "
+                       "inherited the destroyed allocation's history on range %d", range0);
+    disc_close(&d);
+}
+
+Test(lazy, new_allocation_at_a_released_address_starts_lazy)
+{
+    require_lazy();
+    struct disc d;
+    reuse_open(&d, true);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 74);
+    const size_t pages = d.ln / PAGE;
+    /* A lazy lock that writes every page (range_want_lazy(): it cost more than the eager
+     * untiling), then the history says eager: 1 of 2 eager, one more to go. */
+    unsigned char *p = range_lock(d.dev, d.h, 0);
+    size_t res = t_resident_pages(p, d.ln);
+    cr_assert_eq(res, 0, "the first lock untiled %zu pages at once", res);
+    for (size_t pg = 0; pg < pages; pg++)
+        p[pg * PAGE] = (unsigned char)pg;
+    t_unlock(d.dev, d.h);
+    p = range_lock(d.dev, d.h, VIDMM_LOCK_READ_ONLY);
+    res = t_resident_pages(p, d.ln);
+    t_unlock(d.dev, d.h);
+    cr_assert_eq(res, pages, "after a lazy lock that wrote every page: %zu of %zu pages there at once", res, pages);
+    int range0;
+    const uintptr_t a0 = instance_of(d.dev, d.h, &range0);
+    if (!reuse_alloc(&d, a0, range0, 75)) {
+        disc_close(&d);
+        cr_skip_test("the new allocation did not get the destroyed one's instance address (so under "
+                     "AddressSanitizer: no instance cache, freed memory quarantined): no history to inherit");
+    }
+    cr_assert_eq(vidmm_deswizzle_surface(&d.s.layout, &d.s.desc, d.tiled, d.tn, d.lin, d.ln), 0);
+    p = range_lock(d.dev, d.h, VIDMM_LOCK_READ_ONLY);
+    res = t_resident_pages(p, d.ln);
+    int range1;
+    (void)instance_of(d.dev, d.h, &range1);
+    cr_assert_eq(range1, range0, "the new allocation took range %d, not the destroyed one's %d", range1, range0);
+    cr_assert_eq(res, 0, "the first lock of a new allocation at a destroyed one's address untiled %zu pages at "
+                         "once: it inherited the destroyed allocation's history on range %d", res, range0);
+    cr_assert_eq(memcmp(p, d.lin, PAGE), 0, "the new allocation's lazy view is not its surface");
+    t_unlock(d.dev, d.h);
     disc_close(&d);
 }
