@@ -392,7 +392,10 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  *       <big: as|off|on> <strips: as|none|cached|nt> <grouped: as|off|on> <pairs_nt: as|off|on> <gain>
  * ('#' starts a comment line; 'gain' is the default's median time over the winner's, for
  * information). Without the flag a plan keeps the library's rules (VIDMM_SWIZZLE_TUNE_DEFAULT):
- * deterministic, and what the tests of the walks check. The measured walk serves whole-subresource
+ * deterministic, and what the tests of the walks check - unless VIDMM_SWIZZLE_TUNE_FILE names a
+ * table file: then every plan takes the winners the table holds for its kinds (tune_source
+ * VIDMM_SWIZZLE_TUNE_TABLE; nothing measured, other kinds keep the rules), so that a program tunes
+ * once per machine and sets the variable. One-shot calls (vidmm_swizzle() ...) keep the rules. The measured walk serves whole-subresource
  * (and whole-surface) copies, on one thread or several; box copies keep the default walk.
  * ------------------------------------------------------------------------------------------- */
 #define VIDMM_SWIZZLE_TUNE_BUDGET_NS (20ull * 1000 * 1000)

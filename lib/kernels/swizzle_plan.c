@@ -764,6 +764,31 @@ static int plan_tune(struct vidmm_swizzle_plan *p, uint64_t budget_ns, bool use_
     return 0;
 }
 
+/* plan_from_table() gives a plan made without VIDMM_PLAN_MEASURE the winners the table holds
+ * for its kinds, where VIDMM_SWIZZLE_TUNE_FILE names a table file (loaded by the first lookup):
+ * an emulator tunes once per machine (vidmm-info --tune-write) and every plan of a kind the file
+ * knows runs its winner. Nothing is measured; a kind the table lacks keeps the rules. */
+static void plan_from_table(struct vidmm_swizzle_plan *p)
+{
+    const struct vidmm_swz_mip *m = &p->m;
+    const uint64_t moved = p->whole ? p->lin : (uint64_t)m->w * m->h * m->d * m->elem;
+    const struct vidmm_swz_tune none = { 0 };
+    bool found = false;
+    for (unsigned dir = 0; dir < 2; dir++) {
+        struct vidmm_swz_tune_key k;
+        struct vidmm_swz_tune t;
+        vidmm_swz_tune_key_of(&p->s, m, moved, (enum vidmm_swz_dir)dir, p->backend, p->strategy, &k);
+        if (!vidmm_swz_tune_lookup(&k, &t))
+            continue;
+        found = true;
+        p->tune[dir] = t;
+        if (memcmp(&t, &none, sizeof(none)) != 0)
+            p->tuned |= (uint8_t)(1u << dir);
+    }
+    if (found)
+        p->tune_source = VIDMM_SWIZZLE_TUNE_TABLE;
+}
+
 int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const struct vidmm_surface_desc *surface,
                               uint32_t mip, uint32_t layer, const struct vidmm_kernel_opts *opts,
                               vidmm_swizzle_plan **plan)
@@ -799,6 +824,8 @@ int vidmm_swizzle_plan_create(const struct vidmm_tile_layout *layout, const stru
         free(p);
         return err;
     }
+    if ((flags & VIDMM_PLAN_MEASURE) == 0 && vidmm_option_get_string(VIDMM_OPT_SWIZZLE_TUNE_FILE) != NULL)
+        plan_from_table(p);
     *plan = p;
     return 0;
 }

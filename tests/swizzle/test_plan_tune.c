@@ -653,6 +653,72 @@ Test(tune, option_names_the_file, .timeout = T_TIMEOUT)
     remove(path);
 }
 
+/* VIDMM_SWIZZLE_TUNE_FILE also serves plans made without VIDMM_PLAN_MEASURE: the file's winner
+ * for their kind (here one rewritten to the streaming pair walk for the block-linear deswizzle, a
+ * walk the rules never take for a surface this small), nothing measured, the reference's bytes;
+ * a kind the file lacks keeps the rules, and without the option nothing is read. */
+Test(tune, option_file_serves_default_plans, .timeout = T_TIMEOUT)
+{
+    if (vidmm_backend_active() == VIDMM_BACKEND_SCALAR)
+        cr_skip_test("the scalar backend walks by reference: no winner to serve");
+    char path[128];
+    tmp_path(path, sizeof(path), "serve");
+    fill_table();
+    cr_assert_eq(vidmm_swizzle_tune_save(path), 0);
+    vidmm_swizzle_tune_clear();
+    /* The block-linear deswizzle's line, its knobs set to 'as as as on' (pairs_nt on). */
+    char *text = read_file(path), out[1 << 14] = "";
+    size_t used = 0;
+    unsigned rewritten = 0;
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char tok[13][64];
+        if (strncmp(line, "block_linear ", 13) == 0 && strstr(line, " deswizzle ") != NULL &&
+            sscanf(line, "%63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s", tok[0], tok[1], tok[2],
+                   tok[3], tok[4], tok[5], tok[6], tok[7], tok[8], tok[9], tok[10], tok[11], tok[12]) == 13) {
+            used += (size_t)snprintf(out + used, sizeof(out) - used, "%s %s %s %s %s %s %s %s as as as on %s\n",
+                                     tok[0], tok[1], tok[2], tok[3], tok[4], tok[5], tok[6], tok[7], tok[12]);
+            rewritten++;
+        } else {
+            used += (size_t)snprintf(out + used, sizeof(out) - used, "%s\n", line);
+        }
+        cr_assert_lt(used, sizeof(out));
+    }
+    free(text);
+    cr_assert_eq(rewritten, 1u, "%u block-linear deswizzle lines in the saved table", rewritten);
+    write_file(path, out);
+
+    const struct tcase *c = &cases[1]; /* block-linear */
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    vidmm_swizzle_plan *p;
+    describe(c, &l, &s);
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &p), 0);
+    cr_assert_eq(info_of(p).tune_source, VIDMM_SWIZZLE_TUNE_DEFAULT, "no option: the table was read");
+    const enum vidmm_swizzle_walk rules = info_of(p).deswizzle_walk;
+    vidmm_swizzle_plan_destroy(p);
+    cr_assert_neq(rules, VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR, "the rules already stream here: nothing to tell apart");
+
+    cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_SWIZZLE_TUNE_FILE, path), 0);
+    const uint64_t measured = stats().measurements;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &p), 0);
+    const struct vidmm_swizzle_plan_info in = info_of(p);
+    cr_assert_eq(in.tune_source, VIDMM_SWIZZLE_TUNE_TABLE);
+    cr_assert_eq(in.deswizzle_walk, VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR, "walk %d: not the file's", in.deswizzle_walk);
+    struct ref r;
+    ref_make(c, false, &r);
+    check_plan(p, c, false, &r, 0, "block-linear, the file's walk");
+    check_plan(p, c, false, &r, 16, "block-linear, the file's walk");
+    ref_free(&r);
+    vidmm_swizzle_plan_destroy(p);
+    /* A kind the file does not hold: the rules. */
+    describe(&cases[5], &l, &s); /* Intel Y */
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &p), 0);
+    cr_assert_eq(info_of(p).tune_source, VIDMM_SWIZZLE_TUNE_DEFAULT);
+    vidmm_swizzle_plan_destroy(p);
+    cr_assert_eq(stats().measurements, measured, "a plan without the flag measured");
+    remove(path);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Refusals.
  * ------------------------------------------------------------------------------------------- */
