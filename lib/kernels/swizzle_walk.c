@@ -482,8 +482,6 @@ static __attribute__((noinline)) void row_runs16(const struct vidmm_swz_tiles *t
     }
 }
 
-#define LONG_ROW_TILES 32u
-
 /* copy_tiles() is the fast walk for layouts that describe themselves as tiles (see struct
  * vidmm_swz_tiles): each tile the box touches is located once, and inside it every run's
  * offset is two table loads and an XOR, instead of a call of the address function. The linear
@@ -511,18 +509,6 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
              t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
         group = GROUP_ROW_BYTES >> t->tw_log2;
 
-    /* Layouts whose runs are whole tile rows (Intel X): tiles side by side in a row move as one
-     * wide tile, LONG_ROW_TILES at most a call, through a table of tile offsets. One call per
-     * 4 KiB tile left 11% of a 4 MiB Intel X deswizzle in the walk around the kernel (perf;
-     * 87-88 us against 76-77 us for the kernel's loop over the same tiles inline, Zen 4,
-     * 2026-12-01). */
-    uint32_t row_xo[LONG_ROW_TILES];
-    const bool long_row = t->run_log2 == t->tw_log2 && t->run_log2 >= 6 && t->td_log2 == 0 && nt_walk == NT_NONE &&
-                          stream_ops == NULL && ops->swz_runs64 != NULL && t->tw_log2 + t->th_log2 < 26 &&
-                          x1 - x0 >= 2ull << t->tw_log2;
-    if (long_row)
-        for (unsigned c = 0; c < LONG_ROW_TILES; c++)
-            row_xo[c] = (uint32_t)c << (t->tw_log2 + t->th_log2);
     for (uint32_t z = b->z; z < b->z + b->depth; z++) {
         const uint32_t zoff = t->zo[z & td_mask], tz = z >> t->td_log2;
         unsigned char *lslice = linear + (size_t)(z - b->z) * slice_pitch;
@@ -538,24 +524,6 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
                 continue;
             for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
                 unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
-                if (long_row) {
-                    /* Whole tiles one run wide (Intel X's 512-byte rows) side by side in memory:
-                     * up to LONG_ROW_TILES in one kernel call, row by row across them. */
-                    uint64_t n = (x1 >> t->tw_log2) - tx;
-                    if ((tx << t->tw_log2) >= x0 && n > 1) {
-                        if (n > LONG_ROW_TILES)
-                            n = LONG_ROW_TILES;
-                        const uint64_t tbytes = 1ull << (t->tw_log2 + t->th_log2);
-                        if ((uint64_t)(t->tile_base(m, tx + n - 1, ty, tz) - (uint64_t)(tb - tiled)) ==
-                            (n - 1) * tbytes) {
-                            long_runs(t, tb, lslice + (size_t)(r0 - b->y) * row_pitch + ((tx << t->tw_log2) - x0),
-                                      row_pitch, zoff, row_xo, (unsigned)n, t->yo + (r0 & th_mask), r1 - r0, dir,
-                                      ops);
-                            tx += n - 1;
-                            continue;
-                        }
-                    }
-                }
                 /* Whole groups only, so that the column count is one the pair kernel unrolls (32
                  * runs for the GOB and Intel tiles); a 64x64 box grouping three block-linear tiles
                  * (12 runs, the generic loop) measured slower than tile by tile. */
@@ -635,6 +603,102 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
             }
         }
     }
+}
+
+/* copy_long_rows() is copy_tiles() for layouts whose run is a whole tile row (Intel X's 512-byte
+ * rows, t->run_log2 == tw_log2), boxes spanning at least two whole tile columns: the tiles of a
+ * tile row side by side in memory move as one wide tile, LONG_ROW_TILES at a time, in one call
+ * of the backend's runs64 kernel through a table of tile offsets; the partial tile columns at the
+ * box's left and right go through copy_tiles(). One kernel call per 4 KiB tile had left 12% of a
+ * 4 MiB Intel X deswizzle in the walk around the kernel (perf: run_copy 4.5%, runs_aligned 3.5%,
+ * long_runs 2.0%, tile_base 0.8%; 87-88 us against 76-77 us for the same loop inline over the
+ * same tiles, Zen 4, 2026-12-01); after, 97% in the kernel, 1.04-1.05x the inline loop. Out of
+ * line, tried before run_copy() (long_rows_try()): inside copy_tiles() its table and branch cost
+ * the other layouts' 64x64 boxes 0.3-0.6% more instructions and Intel X's 1.6-1.9% (Callgrind).
+ * Returns false (nothing copied) where the box does not qualify. */
+#define LONG_ROW_TILES 32u
+static inline __attribute__((always_inline)) bool long_rows_body(const struct vidmm_swz_mip *m,
+                                                                  const struct vidmm_box *b, unsigned char *tiled,
+                                                                  unsigned char *linear, size_t row_pitch,
+                                                                  size_t slice_pitch, enum dir dir,
+                                                                  const struct vidmm_kernel_ops *ops, bool grouped)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    const unsigned tw = t->tw_log2;
+    const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
+    const uint64_t a0 = (x0 + (1ull << tw) - 1) >> tw, a1 = x1 >> tw; /* whole tile columns [a0, a1) */
+    if (a1 < a0 + 2 || ops->swz_runs64 == NULL || t->td_log2 != 0 || tw + t->th_log2 >= 26 ||
+        ((a0 << tw) - x0) % m->elem != 0 || (x1 - (a1 << tw)) % m->elem != 0)
+        return false;
+    const uint64_t tbytes = 1ull << (tw + t->th_log2);
+    uint32_t xo[LONG_ROW_TILES];
+    for (unsigned c = 0; c < LONG_ROW_TILES; c++)
+        xo[c] = (uint32_t)(c * tbytes);
+    /* The partial columns at the edges, as any box. */
+    if ((a0 << tw) > x0) {
+        const struct vidmm_box lb = { b->x, b->y, b->z, (uint32_t)(((a0 << tw) - x0) / m->elem), b->height, b->depth };
+        copy_tiles(m, &lb, tiled, linear, row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops, grouped,
+                   STRIPS_NONE, false);
+    }
+    if (x1 > (a1 << tw)) {
+        const struct vidmm_box rb = { (uint32_t)((a1 << tw) / m->elem), b->y, b->z,
+                                      (uint32_t)((x1 - (a1 << tw)) / m->elem), b->height, b->depth };
+        copy_tiles(m, &rb, tiled, linear + ((a1 << tw) - x0), row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops,
+                   grouped, STRIPS_NONE, false);
+    }
+    const uint32_t th_mask = (1u << t->th_log2) - 1, y1 = b->y + b->height;
+    for (uint32_t z = b->z; z < b->z + b->depth; z++) {
+        const uint32_t zoff = t->zo[0];
+        unsigned char *lslice = linear + (size_t)(z - b->z) * slice_pitch + ((a0 << tw) - x0);
+        for (uint32_t ty = b->y >> t->th_log2; ty <= (y1 - 1) >> t->th_log2; ty++) {
+            uint32_t r0 = ty << t->th_log2, r1 = r0 + th_mask + 1;
+            if (r0 < b->y)
+                r0 = b->y;
+            if (r1 > y1)
+                r1 = y1;
+            unsigned char *lband = lslice + (size_t)(r0 - b->y) * row_pitch;
+            for (uint64_t tx = a0; tx < a1;) {
+                const uint64_t base = t->tile_base(m, tx, ty, z);
+                uint64_t n = a1 - tx < LONG_ROW_TILES ? a1 - tx : LONG_ROW_TILES;
+                if (n > 1 && t->tile_base(m, tx + n - 1, ty, z) - base != (n - 1) * tbytes)
+                    n = 1; /* not side by side: a tile at a time */
+                long_runs(t, tiled + base, lband + ((tx - a0) << tw), row_pitch, zoff, xo, (unsigned)n,
+                          t->yo + (r0 & th_mask), r1 - r0, dir, ops);
+                tx += n;
+            }
+        }
+    }
+    return true;
+}
+
+/* One instance per direction (a constant): with the direction a variable, the compiler kept
+ * second copies of the helpers copy_tiles() calls (runs_aligned(), part_rows(), group_tiles())
+ * and stopped inlining them into the walks of every layout (+0.4% instructions for a 64x64
+ * D3D box, Callgrind). */
+static __attribute__((noinline)) bool copy_long_rows_tile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                          unsigned char *tiled, unsigned char *linear,
+                                                          size_t row_pitch, size_t slice_pitch,
+                                                          const struct vidmm_kernel_ops *ops, bool grouped)
+{
+    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, TILE, ops, grouped);
+}
+
+static __attribute__((noinline)) bool copy_long_rows_untile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                            unsigned char *tiled, unsigned char *linear,
+                                                            size_t row_pitch, size_t slice_pitch,
+                                                            const struct vidmm_kernel_ops *ops, bool grouped)
+{
+    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, ops, grouped);
+}
+
+static inline __attribute__((always_inline)) bool copy_long_rows(const struct vidmm_swz_mip *m,
+                                                                  const struct vidmm_box *b, unsigned char *tiled,
+                                                                  unsigned char *linear, size_t row_pitch,
+                                                                  size_t slice_pitch, enum dir dir,
+                                                                  const struct vidmm_kernel_ops *ops, bool grouped)
+{
+    return dir == TILE ? copy_long_rows_tile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped)
+                       : copy_long_rows_untile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped);
 }
 
 /* build_inverse() fills inv[g] = (row << 6) | run for every 16-byte granule g of a whole tile,
@@ -935,6 +999,19 @@ static inline __attribute__((always_inline)) void run_walk(const struct walk_cho
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
 
+/* long_rows_apply() tells whether copy_long_rows() may take box 'b' with walk 'w' (long_rows_try()
+ * and run_copy_tuned(); not in run_walk() or run_copy(), whose inlined walks the test and call
+ * cost other layouts' 64x64 boxes 0.3-0.4% more instructions, Callgrind). */
+static inline __attribute__((always_inline)) bool long_rows_apply(const struct walk_choice *w,
+                                                                  const struct vidmm_swz_mip *m,
+                                                                  const struct vidmm_box *b)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    return !w->reference && t->tile_base != NULL && t->run_log2 >= 6 && w->nt_walk == NT_NONE && !w->stream &&
+           !w->pairs_nt && w->strip_walk == STRIPS_NONE &&
+           (uint64_t)b->width * m->elem >= (2ull << t->tw_log2);
+}
+
 /* run_copy() copies with the walk choose_walk() picks. */
 static void run_copy(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
                      unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum dir dir,
@@ -959,13 +1036,39 @@ static __attribute__((noinline)) void run_copy_tuned(const struct vidmm_swz_mip 
     struct walk_choice w;
 
     apply_tune(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, tune, &w);
+    if (m->tiles.run_log2 == m->tiles.tw_log2 && long_rows_apply(&w, m, b) &&
+        copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops, w.grouped))
+        return;
     run_walk(&w, m, b, tiled, linear, row_pitch, slice_pitch, dir, inv);
+}
+
+/* long_rows_try() copies box 'b' with copy_long_rows() where the walk choose_walk() picks
+ * allows it (ordinary stores, no strips, no streaming loads) and returns true; false (nothing
+ * copied) otherwise. Called by vidmm_swz_run() before run_copy(), out of line: a call inside
+ * run_copy() cost every layout's 64x64 boxes 0.4% more instructions (its inlined walks
+ * allocated their registers around it). */
+static __attribute__((noinline)) bool long_rows_try(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                    unsigned char *tiled, unsigned char *linear, size_t row_pitch,
+                                                    size_t slice_pitch, enum vidmm_swz_dir dir,
+                                                    enum vidmm_backend backend, enum vidmm_strategy strategy,
+                                                    uint64_t stream_bytes)
+{
+    uint16_t inv[INV_MAX];
+    struct walk_choice w;
+    choose_walk(m, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
+    return long_rows_apply(&w, m, b) &&
+           copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, w.ops,
+                          w.grouped);
 }
 
 void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
                    unsigned char *linear, size_t row_pitch, size_t slice_pitch, enum vidmm_swz_dir dir,
                    enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
 {
+    if (VIDMM_UNLIKELY(m->tiles.run_log2 == m->tiles.tw_log2) && m->tiles.tw_log2 <= 12 &&
+        m->tiles.tile_base != NULL && (uint64_t)b->width * m->elem >= (2ull << m->tiles.tw_log2) &&
+        long_rows_try(m, b, tiled, linear, row_pitch, slice_pitch, dir, backend, strategy, stream_bytes))
+        return;
     /* One call per direction, each with a constant: the compiler specialises run_copy() and the
      * walks it inlines per direction, as it did while the callers lived in this file. Passing
      * the direction through made every run test it, 3-9% more instructions for a small copy
