@@ -416,17 +416,20 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
  * So each kind of copy (layout, its parameters, element size, backend) measures it once per
  * process, at the first large deswizzle of that kind: a band of its own layout and row length of
  * about 2 MiB, taken cold - both sides evicted before each copy, so that loads miss and ordinary
- * stores read their lines for ownership as through a surface larger than the cache - the walk a
- * large copy takes against the same walk streaming its linear rows, alternating, best of 7 each
- * (3 to 7: fewer on bands wider than 2 MiB).
+ * stores read their lines for ownership as through a surface larger than the cache - and each
+ * copy timed with the write-back of the lines it dirtied (slr_time()) - the walk a large copy
+ * takes against the same walk streaming its linear rows, alternating, best of 7 each (3 to 7:
+ * fewer on bands wider than 2 MiB).
  * The bands showed the 64 MiB copies' direction and most of their size on the Zen 4 (the GOB
  * 218-267 us against 95-117 us; whole 64 MiB 12.1 against 5.3 ms; Intel Y 145 against 114 us,
  * Tile4 125 against 103, D3D 4 KB 117 against 91). The guess (the GOB: the CPU kind's,
  * vidmm_arch_stream_linear_rows(); the strips: ordinary stores) stands unless the other side is
- * 10% faster. Cost: 4 MiB of memory and about 5 ms, once per kind; a copy of that size takes
+ * 10% faster. Cost: 4 MiB of memory and about 5 ms on a quiet machine, once per kind (rounds
+ * stop at 3 past 10 ms: under a parallel build 7 rounds took 32-77 ms); a copy of that size takes
  * 3-10 ms.
  * ------------------------------------------------------------------------------------------- */
 #define SLR_ROUNDS 7
+#define SLR_BUDGET_NS (10u * 1000 * 1000)
 #define SLR_MARGIN 1.10
 #define SLR_KINDS 64
 
@@ -450,6 +453,22 @@ void vidmm_stream_linear_reset(void)
     slr_count = slr_next = 0;
     pthread_mutex_unlock(&slr_lock);
     atomic_store_explicit(&slr_ref, 0, memory_order_relaxed);
+}
+
+/* slr_time() is one cold deswizzle of the band with walk 'c', in nanoseconds, with the write-back
+ * of its linear side: a copy larger than the cache pays for the lines its ordinary stores
+ * dirtied when they are evicted, which a band that fits the cache would otherwise never show
+ * (streaming stores leave nothing to write back). */
+static uint64_t slr_time(struct scratch *sc, const struct vidmm_swz_tune *c, enum vidmm_backend backend,
+                         uint64_t moved)
+{
+    const struct vidmm_box b = { 0, 0, 0, sc->m.w, sc->m.h, sc->m.d };
+    flush_band(sc);
+    const uint64_t t0 = now_ns();
+    vidmm_swz_run_tuned(&sc->m, &b, sc->tiled, sc->linear, sc->row, sc->slice, VIDMM_SWZ_UNTILE, backend,
+                        VIDMM_STRATEGY_AUTO, moved, c);
+    (void)vidmm_flush(sc->linear, sc->linear_bytes, VIDMM_FLUSH_WRITEBACK);
+    return now_ns() - t0;
 }
 
 /* slr_measure() returns 1 (ordinary stores) or 2 (streaming) as measured on a cold band of the
@@ -489,13 +508,16 @@ static int slr_measure(const struct vidmm_swz_mip *m, enum vidmm_backend backend
      * elements is 4 MiB: 7 rounds took 18.6 ms on a loaded Zen 4), never fewer than 3. */
     unsigned rounds = (unsigned)((uint64_t)SLR_ROUNDS * TUNE_BAND / (moved > 0 ? moved : 1));
     rounds = rounds < 3 ? 3 : rounds > SLR_ROUNDS ? SLR_ROUNDS : rounds;
-    for (unsigned r = 0; r < rounds; r++)
+    for (unsigned r = 0; r < rounds; r++) {
         for (unsigned j = 0; j < 2; j++) {
             const unsigned c = (r & 1) ? 1 - j : j; /* A B, B A, ...: drift hits both alike */
-            const uint64_t t = time_one(sc, &walk[c], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, true);
+            const uint64_t t = slr_time(sc, &walk[c], backend, moved);
             if (t < best[c])
                 best[c] = t;
         }
+        if (r >= 2 && now_ns() - start > SLR_BUDGET_NS)
+            break; /* a loaded machine: 3 rounds are enough (32-77 ms for 7 under a parallel build) */
+    }
     bool stream = guess;
     if (guess && (double)best[1] > SLR_MARGIN * (double)best[0])
         stream = false;
