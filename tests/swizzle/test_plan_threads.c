@@ -525,6 +525,81 @@ Test(threads, one_plan_from_many_threads, .timeout = T_TIMEOUT)
     vidmm_swizzle_plan_destroy(plan);
 }
 
+/* The first large deswizzles of a process racing (vidmm_stream_linear_rows(), swizzle_tune.c):
+ * while one thread measures a kind's linear-row store policy the others copy with the guess,
+ * the table of kinds is written once per kind, and every copy's bytes are the reference's.
+ * Four threads, two kinds (block-linear, Intel Y) above a 1 MiB streaming threshold, twice
+ * each, started together; vidmm_cpu_info() is asked meanwhile. */
+struct race {
+    pthread_barrier_t *go;
+    const struct vidmm_tile_layout *l;
+    const struct vidmm_surface_desc *s;
+    const unsigned char *tiled, *want;
+    size_t tn, ln;
+    bool ok;
+};
+
+static void *race_main(void *p)
+{
+    struct race *r = p;
+    unsigned char *lin = malloc(r->ln);
+    r->ok = lin != NULL;
+    pthread_barrier_wait(r->go);
+    for (int i = 0; i < 2 && r->ok; i++) {
+        memset(lin, POISON, r->ln);
+        struct vidmm_cpu_info info = { .size = sizeof(info) };
+        r->ok = vidmm_deswizzle_surface(r->l, r->s, r->tiled, r->tn, lin, r->ln) == 0 &&
+                memcmp(lin, r->want, r->ln) == 0 && vidmm_cpu_info(&info) == 0;
+    }
+    free(lin);
+    return NULL;
+}
+
+Test(threads, store_policy_measured_while_others_copy, .timeout = T_TIMEOUT)
+{
+    cr_assert_eq(vidmm_option_set(VIDMM_OPT_NT_THRESHOLD, 1 << 20), 0);
+    vidmm_kernels_reset();
+    struct vidmm_tile_layout l[2] = { VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR),
+                                      VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_INTEL_Y) };
+    struct vidmm_surface_desc s[2] = { { sizeof(s[0]), 1024, 512, 1, 4, 1, 1, 1, 1 },
+                                       { sizeof(s[1]), 2048, 1024, 1, 1, 1, 1, 1, 1 } };
+    unsigned char *tiled[2], *want[2];
+    size_t tn[2], ln[2];
+    struct t_rng rng;
+    t_rng_init(&rng, 7);
+    for (int k = 0; k < 2; k++) {
+        uint64_t t = 0;
+        cr_assert_eq(vidmm_surface_tiled_size(&l[k], &s[k], &t), 0);
+        tn[k] = (size_t)t;
+        ln[k] = (size_t)s[k].width * s[k].height * s[k].element_bytes;
+        tiled[k] = xalloc(tn[k]);
+        want[k] = xalloc(ln[k]);
+        t_rng_bytes(&rng, tiled[k], tn[k]);
+        /* The reference's bytes: the scalar backend walks by reference, no policy asked. */
+        struct vidmm_kernel_opts o = VIDMM_KERNEL_OPTS_INIT;
+        o.backend = VIDMM_BACKEND_SCALAR;
+        cr_assert_eq(vidmm_deswizzle_surface_ex(&l[k], &s[k], tiled[k], tn[k], want[k], ln[k], &o), 0);
+    }
+    pthread_barrier_t go;
+    cr_assert_eq(pthread_barrier_init(&go, NULL, 4), 0);
+    struct race r[4];
+    pthread_t tid[4];
+    for (int i = 0; i < 4; i++) {
+        const int k = i % 2;
+        r[i] = (struct race){ &go, &l[k], &s[k], tiled[k], want[k], tn[k], ln[k], false };
+        cr_assert_eq(pthread_create(&tid[i], NULL, race_main, &r[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(tid[i], NULL);
+        cr_assert(r[i].ok, "thread %d: a deswizzle during the measurement differs from the reference", i);
+    }
+    pthread_barrier_destroy(&go);
+    for (int k = 0; k < 2; k++) {
+        free(tiled[k]);
+        free(want[k]);
+    }
+}
+
 /* fork() after the pool started: the child's threaded copy starts a pool of its own. */
 Test(threads, fork_child_copies, .timeout = T_TIMEOUT)
 {
