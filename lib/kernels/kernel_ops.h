@@ -171,7 +171,7 @@ void vidmm_finish_stores(void *dst, size_t n, enum vidmm_mem_kind kind, bool str
 void vidmm_wc_reset(void);
 
 /* vidmm_stream_linear_rows() is the store policy vidmm_cpu_info() reports
- * (VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS): swizzle_internal.h vidmm_swz_stream_linear() for a
+ * (VIDMM_STORE_POLICY_STREAM_LINEAR_ROWS): swizzle_internal.h vidmm_swz_linear_policy() for a
  * block-linear band of 4-byte elements and the active backend, resolved once.
  * vidmm_stream_linear_reset() forgets it and every kind's measurement (swizzle_tune.c). */
 bool vidmm_stream_linear_rows(void);

@@ -235,13 +235,17 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
                            enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
                            uint64_t budget_ns, const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *best);
 
-/* vidmm_swz_stream_linear() is whether a deswizzle of subresource 'm' larger than the streaming
- * threshold writes its linear rows with streaming stores in walk 'which' (the GOB pair walk, or
- * the line layouts' four-row strips): VIDMM_STREAM_LINEAR_ROWS=on|off, else measured once per
- * process for the kind of 'm' and 'backend' (swizzle_tune.c "The linear-row store policy"), else
- * (VIDMM_CALIBRATE=0, nothing to measure with) a guess. The first call of a kind costs ~5 ms. */
+/* vidmm_swz_linear_policy() is how a deswizzle of subresource 'm' larger than the streaming
+ * threshold writes its linear rows in walk 'which' (the GOB pair walk, or the line layouts'
+ * four-row strips): ordinary or streaming stores, or - for the strips - the tile walk instead
+ * ('strips_nt': the strip kernels have streaming stores). VIDMM_STREAM_LINEAR_ROWS=on|off forces
+ * streaming or ordinary stores; else measured once per process for the kind of 'm' and 'backend'
+ * (swizzle_tune.c "The linear-row store policy"); else (VIDMM_CALIBRATE=0, nothing to measure
+ * with) a guess. The first call of a kind costs ~5 ms. */
 enum vidmm_swz_linear { VIDMM_SWZ_LINEAR_PAIRS, VIDMM_SWZ_LINEAR_STRIPS };
-bool vidmm_swz_stream_linear(const struct vidmm_swz_mip *m, enum vidmm_backend backend, enum vidmm_swz_linear which);
+enum vidmm_swz_linear_answer { VIDMM_SWZ_ANSWER_ORDINARY, VIDMM_SWZ_ANSWER_STREAM, VIDMM_SWZ_ANSWER_TILES };
+unsigned vidmm_swz_linear_policy(const struct vidmm_swz_mip *m, enum vidmm_backend backend,
+                                 enum vidmm_swz_linear which, bool strips_nt);
 
 /* Overflow-checked 64-bit arithmetic for the families' size sums. */
 static inline bool vidmm_swz_mul_ok(uint64_t a, uint64_t b, uint64_t *out)

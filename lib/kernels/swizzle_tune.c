@@ -400,7 +400,7 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The linear-row store policy (vidmm_swz_stream_linear(), kernel_ops.h vidmm_stream_linear_rows()).
+ * The linear-row store policy (vidmm_swz_linear_policy(), kernel_ops.h vidmm_stream_linear_rows()).
  *
  * Whether a deswizzle larger than the cache writes its linear rows with streaming stores (whole
  * lines) or ordinary ones is a matter of the machine's memory and the layout's row pattern, and
@@ -412,14 +412,16 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
  *  - the line layouts' four-row strips: streaming lost 1.3x on the Cascade Lake and won
  *    1.4-1.8x on a Sapphire Rapids (bench_swizzle_tune, 2026-11-28) and 1.2-1.3x on the Zen 4
  *    (Intel Y, Tile4, D3D 4 KB, 64 MiB, best of 5: 5.17 -> 4.33, 4.32 -> 3.27, 4.82 -> 3.69 ms),
- *    but not for D3D and AMD tables of 16-byte elements there (0.91-1.0x).
+ *    but not for D3D and AMD tables of 16-byte elements there (0.91-1.0x); and the tile walk
+ *    beat both for Morton's 64 MiB deswizzle there (8.3 ms against 11.1 for the strips), where a
+ *    Zen 3 had measured the strips faster (swizzle_walk.c).
  * So each kind of copy (layout, its parameters, element size, backend) measures it once per
  * process, at the first large deswizzle of that kind: a band of its own layout and row length of
  * about 2 MiB, taken cold - both sides evicted before each copy, so that loads miss and ordinary
  * stores read their lines for ownership as through a surface larger than the cache - and each
  * copy timed with the write-back of the lines it dirtied (slr_time()) - the walk a large copy
- * takes against the same walk streaming its linear rows, alternating, best of 7 each (3 to 7:
- * fewer on bands wider than 2 MiB).
+ * takes against the same walk streaming its linear rows (and, for the strips, against the tile
+ * walk), in rotation, best of 7 each (3 to 7: fewer on bands wider than 2 MiB).
  * The bands showed the 64 MiB copies' direction and most of their size on the Zen 4 (the GOB
  * 218-267 us against 95-117 us; whole 64 MiB 12.1 against 5.3 ms; Intel Y 145 against 114 us,
  * Tile4 125 against 103, D3D 4 KB 117 against 91). The guess (the GOB: the CPU kind's,
@@ -436,7 +438,7 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
 struct slr_kind {
     struct vidmm_swz_tune_key key;
     uint8_t which;  /* enum vidmm_swz_linear */
-    uint8_t stream; /* the measured (or forced, or guessed) answer */
+    uint8_t answer; /* enum vidmm_swz_linear_answer: measured (or forced, or guessed) */
 };
 
 static pthread_mutex_t slr_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -471,46 +473,54 @@ static uint64_t slr_time(struct scratch *sc, const struct vidmm_swz_tune *c, enu
     return now_ns() - t0;
 }
 
-/* slr_measure() returns 1 (ordinary stores) or 2 (streaming) as measured on a cold band of the
- * kind of 'm' (a mip of 'm->s'), or 0 where it cannot measure (no band, no memory, no flush
- * instruction). */
+/* slr_measure() returns the answer (enum vidmm_swz_linear_answer) measured on a cold band of the
+ * kind of 'm' (a mip of 'm->s') for walk 'which', the guess 'guess' standing unless another
+ * candidate is SLR_MARGIN faster; -1 where it cannot measure (no band, no memory, no flush
+ * instruction). The candidates: the pair walk with ordinary or streaming stores; the strips
+ * with ordinary or streaming stores ('strips_nt': the kernels have them) and the tile walk. */
 static int slr_measure(const struct vidmm_swz_mip *m, enum vidmm_backend backend, enum vidmm_swz_linear which,
-                       bool guess)
+                       unsigned guess, bool strips_nt)
 {
     struct scratch *sc = malloc(sizeof(*sc));
     if (sc == NULL)
-        return 0;
+        return -1;
     if (band_open(m->s, m, TUNE_BAND, sc) < 0 || scratch_alloc(sc) < 0) {
         free(sc);
-        return 0;
+        return -1;
     }
-    int v = 0;
+    int v = -1;
     if (vidmm_flush(sc->tiled, sc->tiled_bytes, VIDMM_FLUSH_WRITEBACK_INVALIDATE) != 0)
         goto out; /* no flush: every copy would be warm, which says nothing of large ones */
-    /* The two walks as a large copy takes them. The band is below the threshold, so 'big' is
-     * off (choose_walk() never asks for this policy while it is measured) and the rest is set
-     * as choose_walk() has it beyond the threshold: tile groups off, the strips cached. */
-    struct vidmm_swz_tune walk[2] = {
-        { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_OFF },
-        { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF, .pairs_nt = VIDMM_SWZ_TUNE_OFF },
-    };
+    /* The walks as a large copy takes them. The band is below the threshold, so 'big' is off
+     * (choose_walk() never asks for this policy while it is measured) and the rest is set as
+     * choose_walk() has it beyond the threshold: tile groups off. Indexed by the answer. */
+    const struct vidmm_swz_tune plain = { .big = VIDMM_SWZ_TUNE_OFF, .grouped = VIDMM_SWZ_TUNE_OFF,
+                                          .pairs_nt = VIDMM_SWZ_TUNE_OFF };
+    struct vidmm_swz_tune walk[3] = { plain, plain, plain };
+    bool cand[3] = { true, true, false };
     if (which == VIDMM_SWZ_LINEAR_PAIRS) {
-        walk[1].pairs_nt = VIDMM_SWZ_TUNE_ON;
+        walk[VIDMM_SWZ_ANSWER_STREAM].pairs_nt = VIDMM_SWZ_TUNE_ON;
     } else {
-        walk[0].strips = VIDMM_SWZ_STRIPS_CACHED;
-        walk[1].strips = VIDMM_SWZ_STRIPS_NT;
+        walk[VIDMM_SWZ_ANSWER_ORDINARY].strips = VIDMM_SWZ_STRIPS_CACHED;
+        walk[VIDMM_SWZ_ANSWER_STREAM].strips = VIDMM_SWZ_STRIPS_NT;
+        walk[VIDMM_SWZ_ANSWER_TILES].strips = VIDMM_SWZ_STRIPS_NONE;
+        cand[VIDMM_SWZ_ANSWER_STREAM] = strips_nt;
+        cand[VIDMM_SWZ_ANSWER_TILES] = true;
     }
     const uint64_t moved = sc->linear_bytes, start = now_ns();
-    uint64_t best[2] = { UINT64_MAX, UINT64_MAX };
-    (void)time_one(sc, &walk[0], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, false);
-    (void)time_one(sc, &walk[1], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, false);
+    uint64_t best[3] = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+    for (unsigned c = 0; c < 3; c++)
+        if (cand[c])
+            (void)time_one(sc, &walk[c], VIDMM_SWZ_UNTILE, backend, VIDMM_STRATEGY_AUTO, moved, false);
     /* Fewer rounds for a band wider than 2 MiB (a block row of a wide surface of 16-byte
      * elements is 4 MiB: 7 rounds took 18.6 ms on a loaded Zen 4), never fewer than 3. */
     unsigned rounds = (unsigned)((uint64_t)SLR_ROUNDS * TUNE_BAND / (moved > 0 ? moved : 1));
     rounds = rounds < 3 ? 3 : rounds > SLR_ROUNDS ? SLR_ROUNDS : rounds;
     for (unsigned r = 0; r < rounds; r++) {
-        for (unsigned j = 0; j < 2; j++) {
-            const unsigned c = (r & 1) ? 1 - j : j; /* A B, B A, ...: drift hits both alike */
+        for (unsigned j = 0; j < 3; j++) {
+            const unsigned c = (j + r) % 3; /* a rotation: drift hits every candidate alike */
+            if (!cand[c])
+                continue;
             const uint64_t t = slr_time(sc, &walk[c], backend, moved);
             if (t < best[c])
                 best[c] = t;
@@ -518,18 +528,23 @@ static int slr_measure(const struct vidmm_swz_mip *m, enum vidmm_backend backend
         if (r >= 2 && now_ns() - start > SLR_BUDGET_NS)
             break; /* a loaded machine: 3 rounds are enough (32-77 ms for 7 under a parallel build) */
     }
-    bool stream = guess;
-    if (guess && (double)best[1] > SLR_MARGIN * (double)best[0])
-        stream = false;
-    else if (!guess && SLR_MARGIN * (double)best[1] < (double)best[0])
-        stream = true;
-    v = stream ? 2 : 1;
+    unsigned win = guess;
+    for (unsigned c = 0; c < 3; c++)
+        if (cand[c] && c != guess && SLR_MARGIN * (double)best[c] < (double)best[guess] &&
+            (win == guess || best[c] < best[win]))
+            win = c;
+    v = (int)win;
+    static const char *const answer_names[3] = { "ordinary stores", "streaming stores", "the tile walk" };
+    char tiles[48] = "";
+    if (cand[VIDMM_SWZ_ANSWER_TILES])
+        snprintf(tiles, sizeof(tiles), ", tile walk %.0f us", (double)best[VIDMM_SWZ_ANSWER_TILES] * 1e-3);
     vidmm_log(VIDMM_LOG_INFO, "deswizzle linear rows beyond the cache, tiling %u, %u-byte elements, %s: %s (measured "
-              "on a cold %zu KiB band in %.1f ms: ordinary stores %.0f us, streaming %.0f us; the guess: %s)",
+              "on a cold %zu KiB band in %.1f ms: ordinary stores %.0f us, streaming %.0f us%s; the guess: %s)",
               (unsigned)m->s->layout.tiling, m->elem, which == VIDMM_SWZ_LINEAR_PAIRS ? "pair walk" : "strips",
-              stream ? "streaming stores" : "ordinary stores", sc->linear_bytes >> 10,
-              (double)(now_ns() - start) * 1e-6, (double)best[0] * 1e-3, (double)best[1] * 1e-3,
-              guess ? "streaming" : "ordinary");
+              answer_names[win], sc->linear_bytes >> 10, (double)(now_ns() - start) * 1e-6,
+              (double)best[VIDMM_SWZ_ANSWER_ORDINARY] * 1e-3,
+              cand[VIDMM_SWZ_ANSWER_STREAM] ? (double)best[VIDMM_SWZ_ANSWER_STREAM] * 1e-3 : 0.0, tiles,
+              answer_names[guess]);
 out:
     free(sc->tiled);
     free(sc->linear);
@@ -553,12 +568,14 @@ static int slr_forced(void)
     return 0;
 }
 
-bool vidmm_swz_stream_linear(const struct vidmm_swz_mip *m, enum vidmm_backend backend, enum vidmm_swz_linear which)
+unsigned vidmm_swz_linear_policy(const struct vidmm_swz_mip *m, enum vidmm_backend backend,
+                                 enum vidmm_swz_linear which, bool strips_nt)
 {
-    const bool guess = which == VIDMM_SWZ_LINEAR_PAIRS && vidmm_arch_stream_linear_rows();
+    const unsigned guess = which == VIDMM_SWZ_LINEAR_PAIRS && vidmm_arch_stream_linear_rows()
+                               ? VIDMM_SWZ_ANSWER_STREAM : VIDMM_SWZ_ANSWER_ORDINARY;
     const int forced = slr_forced();
     if (forced != 0)
-        return forced == 2;
+        return forced == 2 ? VIDMM_SWZ_ANSWER_STREAM : VIDMM_SWZ_ANSWER_ORDINARY;
     if (!vidmm_option_get(VIDMM_OPT_CALIBRATE))
         return guess;
     struct vidmm_swz_tune_key k;
@@ -567,7 +584,7 @@ bool vidmm_swz_stream_linear(const struct vidmm_swz_mip *m, enum vidmm_backend b
     pthread_mutex_lock(&slr_lock);
     for (unsigned i = 0; i < slr_count; i++)
         if (slr_kinds[i].which == which && memcmp(&slr_kinds[i].key, &k, sizeof(k)) == 0) {
-            const bool v = slr_kinds[i].stream;
+            const unsigned v = slr_kinds[i].answer;
             pthread_mutex_unlock(&slr_lock);
             return v;
         }
@@ -575,17 +592,17 @@ bool vidmm_swz_stream_linear(const struct vidmm_swz_mip *m, enum vidmm_backend b
     /* One measurement at a time: another thread's copy takes the guess meanwhile. */
     if (atomic_flag_test_and_set_explicit(&slr_measuring, memory_order_acquire))
         return guess;
-    const int v = slr_measure(m, backend, which, guess);
+    const int v = slr_measure(m, backend, which, guess, strips_nt);
     atomic_flag_clear_explicit(&slr_measuring, memory_order_release);
-    const bool stream = v == 0 ? guess : v == 2;
+    const unsigned answer = v < 0 ? guess : (unsigned)v;
     pthread_mutex_lock(&slr_lock);
     const unsigned i = slr_count < SLR_KINDS ? slr_count++ : slr_next;
     if (slr_count == SLR_KINDS && i == slr_next)
         slr_next = (slr_next + 1) % SLR_KINDS;
-    slr_kinds[i] = (struct slr_kind){ .key = k, .which = (uint8_t)which, .stream = stream };
-    slr_measured += v != 0;
+    slr_kinds[i] = (struct slr_kind){ .key = k, .which = (uint8_t)which, .answer = (uint8_t)answer };
+    slr_measured += v >= 0;
     pthread_mutex_unlock(&slr_lock);
-    return stream;
+    return answer;
 }
 
 /* The policy vidmm_cpu_info() reports: the GOB's pair walk for 4096 x 128 elements of 4 bytes,
@@ -614,7 +631,7 @@ bool vidmm_stream_linear_rows(void)
              vidmm_swz_prepare(&s, fam, 0, 0, &m) < 0)
         stream = vidmm_arch_stream_linear_rows(); /* no streaming pair kernel to measure: the guess */
     else
-        stream = vidmm_swz_stream_linear(&m, ops->backend, VIDMM_SWZ_LINEAR_PAIRS);
+        stream = vidmm_swz_linear_policy(&m, ops->backend, VIDMM_SWZ_LINEAR_PAIRS, false) == VIDMM_SWZ_ANSWER_STREAM;
     atomic_store_explicit(&slr_ref, stream ? 2 : 1, memory_order_relaxed);
     return stream;
 }

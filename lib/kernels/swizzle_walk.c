@@ -763,6 +763,23 @@ struct walk_choice {
     const struct vidmm_kernel_ops *ops;
 };
 
+/* big_untile_strips() is the strip walk of a deswizzle larger than the streaming threshold (AUTO
+ * strategy) of a layout the strips take: ordinary or streaming stores, or the tile walk instead,
+ * as this kind of copy measured (vidmm_swz_linear_policy(): streaming strips won on a Sapphire
+ * Rapids and a Zen 4, lost on a Cascade Lake; the tile walk beat the strips 1.3x for Morton's
+ * 64 MiB deswizzle on the Zen 4 and lost to them on a Zen 3, choose_walk() has the figures). Out
+ * of line, to keep choose_walk() (inlined before every copy) short. */
+static __attribute__((noinline)) enum strip_walk big_untile_strips(const struct vidmm_swz_mip *m,
+                                                                   const struct vidmm_kernel_ops *ops, bool strip16)
+{
+    const bool nt = strip16 && ops->unswz_strip16_nt != NULL;
+    switch (vidmm_swz_linear_policy(m, ops->backend, VIDMM_SWZ_LINEAR_STRIPS, nt)) {
+    case VIDMM_SWZ_ANSWER_STREAM: return nt ? STRIPS_NT : STRIPS_CACHED;
+    case VIDMM_SWZ_ANSWER_TILES: return STRIPS_NONE;
+    default: return STRIPS_CACHED;
+    }
+}
+
 /* choose_walk() picks the walk: the scalar backend is the reference (the address function per
  * run), every other backend takes the tile tables when the family provides them. 'tiled_addr'
  * is the tiled buffer's address (its alignment decides the streaming walks); 'inv' receives
@@ -857,12 +874,7 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     enum strip_walk strip_walk = STRIPS_NONE;
     const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
     const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
-    if (!stream && dir == UNTILE && strip16 && ops->unswz_strip16_nt != NULL &&
-        (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
-         (strategy == VIDMM_STRATEGY_AUTO && big && vidmm_swz_stream_linear(m, ops->backend, VIDMM_SWZ_LINEAR_STRIPS))))
-        /* Streaming stores to a large deswizzle's linear rows where this kind of copy measured
-         * them faster (vidmm_swz_stream_linear(): Sapphire Rapids and Zen 4 yes, Cascade Lake
-         * no), or when asked. */
+    if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
         strip_walk = STRIPS_NT;
     else if (dir == TILE && (nt_walk == NT_LINES16 || nt_walk == NT_QLINES8) && (strip16 || qstrip8) &&
              ops->swz_strip16_nt != NULL && ops->swz_qstrip8_nt != NULL)
@@ -874,7 +886,9 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
          * stores 0.66-0.87) (Intel Xeon Cascade Lake, 2026-11-26, 11 paired rounds each). */
         strip_walk = STRIPS_NT;
     else if (!stream && (strip16 || qstrip8) && (!big || dir == UNTILE))
-        strip_walk = STRIPS_CACHED;
+        strip_walk = VIDMM_UNLIKELY(dir == UNTILE && big && strategy == VIDMM_STRATEGY_AUTO)
+                         ? big_untile_strips(m, ops, strip16)
+                         : STRIPS_CACHED;
     /* Streaming stores to the linear rows of a deswizzle of a pair layout the strips do not take
      * (the GOB; D3D / AMD tables of 8- and 16-byte elements), each row's lines whole: when asked,
      * and by default for the GOB beyond the cache where the machine measured them faster
@@ -885,7 +899,7 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     if (dir == UNTILE && !stream && strip_walk == STRIPS_NONE && t->pair16 && ops->unswz_pairs16_nt != NULL &&
         (strategy == VIDMM_STRATEGY_NONTEMPORAL ||
          (strategy == VIDMM_STRATEGY_AUTO && big && plines16(t) &&
-          vidmm_swz_stream_linear(m, ops->backend, VIDMM_SWZ_LINEAR_PAIRS))))
+          vidmm_swz_linear_policy(m, ops->backend, VIDMM_SWZ_LINEAR_PAIRS, false) == VIDMM_SWZ_ANSWER_STREAM)))
         pairs_nt = true;
     w->nt_walk = nt_walk;
     w->strip_walk = strip_walk;
