@@ -31,8 +31,13 @@ extra=()
 # Warnings are errors in CI only, so a newer compiler's new warning does not stop a user.
 [ "${CI:-}" = "true" ] && extra+=(-DVIDMM_WERROR=ON)
 
-declare -A summary
+declare -A summary t_build t_run
 status=0
+t_all=$(date +%s)
+
+# Wall time of each preset or mode: t_build (configure and build) and t_run (its tests), in
+# seconds, shown in the summary so that a slow stage is seen at once.
+now() { date +%s; }
 
 # configure <preset>
 configure() {
@@ -72,12 +77,16 @@ corpus_of() {
 # CTest presets
 # ---------------------------------------------------------------------------------------------
 run_ctest_preset() {
-  local p=$1 log skipped golden why
+  local p=$1 log skipped golden why t0
+  t0=$(now)
   configure "$p"
   build "$p"
+  t_build[$p]=$(($(now) - t0))
+  t0=$(now)
   echo "=== vidmm: $p: tests"
   log="build/$p/ctest.log"
   if ctest --preset "$p" -j"$jobs" 2>&1 | tee "$log"; then :; else status=1; fi
+  t_run[$p]=$(($(now) - t0))
   summary[$p]=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
   skipped=$(grep -c '\*\*\*Skipped' "$log" || true)
   [ "$skipped" -gt 0 ] && summary[$p]+=" ($skipped skipped: see 'Skipped' above)"
@@ -111,8 +120,8 @@ run_ctest_preset() {
 VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|test_lock_dirty|fuzz_engine_replay)$'}
 
 run_valgrind() {
-  local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 start
-  start=$(date +%s)
+  local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 t0 tp
+  t0=$(now)
   configure valgrind
   local progs=()
   mapfile -t progs < <(targets_matching "$dir" "$VG_PROGRAMS")
@@ -123,6 +132,8 @@ run_valgrind() {
     return 0
   fi
   build valgrind "${progs[@]}"
+  t_build[valgrind]=$(($(now) - t0))
+  t0=$(now)
   echo "=== vidmm: valgrind: memcheck, scalar backend: ${progs[*]}"
   logs=$dir/memcheck
   rm -rf "$logs"
@@ -136,6 +147,7 @@ run_valgrind() {
         continue
       fi
     fi
+    tp=$(now)
     set +e
     VIDMM_BACKEND=scalar timeout -k 30 1800 \
       valgrind --tool=memcheck --trace-children=yes --error-exitcode=99 --num-callers=32 \
@@ -149,7 +161,7 @@ run_valgrind() {
     bad=$(grep -l -E 'ERROR SUMMARY: [1-9]' "$logs/$t".*.log 2>/dev/null || true)
     errs=$(cat "$logs/$t".*.log 2>/dev/null | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' |
            awk '{ s += $1 } END { print s + 0 }')
-    printf '%-24s exit %-3d memcheck errors %-4s %s\n' "$t" "$rc" "$errs" \
+    printf '%-24s %4d s exit %-3d memcheck errors %-4s %s\n' "$t" "$(($(now) - tp))" "$rc" "$errs" \
       "$(grep -h -E 'Synthesis|Skipped:' "$logs/$t.out" | sed -e 's/^\[====\] //' -e 's/ (run with.*//' | tac | paste -sd ' ')"
     if [ "$rc" -ne 0 ] || [ -n "$bad" ]; then
       n_fail=$((n_fail + 1))
@@ -165,7 +177,7 @@ run_valgrind() {
   done
   summary[valgrind]="$((n_prog - n_fail)) of $n_prog programs clean"
   [ "$n_fail" -eq 0 ] || { summary[valgrind]+=" ($n_err memcheck errors; logs in $logs)"; status=1; }
-  summary[valgrind]+=", $(($(date +%s) - start)) s"
+  t_run[valgrind]=$(($(now) - t0))
   return 0
 }
 
@@ -178,8 +190,8 @@ run_valgrind() {
 # build/fuzz/artifacts/ and named in the output.
 # ---------------------------------------------------------------------------------------------
 run_fuzz() {
-  local dir=build/fuzz secs=${VIDMM_FUZZ_SECONDS:-60} t rc execs corpus work log n_fail=0 start
-  start=$(date +%s)
+  local dir=build/fuzz secs=${VIDMM_FUZZ_SECONDS:-60} t rc execs corpus work log n_fail=0 t0
+  t0=$(now)
   [[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "vidmm: VIDMM_FUZZ_SECONDS=$secs: not a number of seconds" >&2; exit 2; }
   rm -f "$dir/fuzzers.txt"
   configure fuzz
@@ -192,6 +204,8 @@ run_fuzz() {
     return 0
   fi
   build fuzz "${targets[@]}"
+  t_build[fuzz]=$(($(now) - t0))
+  t0=$(now)
   mkdir -p "$dir/artifacts"
   work=$(mktemp -d "${TMPDIR:-/tmp}/vidmm-fuzz.XXXXXX")
   local sym=/usr/lib/llvm-14/bin/llvm-symbolizer
@@ -225,7 +239,7 @@ run_fuzz() {
   done
   rm -rf "$work"
   [ "$n_fail" -eq 0 ] || status=1
-  summary[fuzz]+=", $(($(date +%s) - start)) s"
+  t_run[fuzz]=$(($(now) - t0))
   return 0
 }
 
@@ -238,8 +252,11 @@ for p in "${presets[@]}"; do
 done
 
 echo
-echo "=== vidmm test summary"
+echo "=== vidmm test summary (wall time: configure + build, then tests)"
 for p in "${presets[@]}"; do
-  printf '%-12s %s\n' "$p" "${summary[$p]:-no result}"
+  printf '%-12s %s' "$p" "${summary[$p]:-no result}"
+  [ -z "${t_build[$p]:-}" ] || printf ' [build %s s, tests %s s]' "${t_build[$p]}" "${t_run[$p]:-?}"
+  echo
 done
+printf '%-12s %s s (load average now: %s)\n' total "$(($(now) - t_all))" "$(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status
