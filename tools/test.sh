@@ -30,6 +30,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 extra=()
 # Warnings are errors in CI only, so a newer compiler's new warning does not stop a user.
 [ "${CI:-}" = "true" ] && extra+=(-DVIDMM_WERROR=ON)
+# ccache in front of the compilers (VIDMM_CCACHE=0: not; tools/deps.sh). A preset's build gains
+# little from it on a fresh machine (each preset has flags of its own), a rebuild much.
+mapfile -t launcher < <(vidmm_ccache_args)
+extra+=("${launcher[@]}")
 
 declare -A summary t_build t_run
 status=0
