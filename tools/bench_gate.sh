@@ -197,7 +197,7 @@ cleanup() {
   if [ "$keep" -eq 1 ]; then
     echo "bench_gate.sh: sources kept in $tmp" >&2
   else
-    rm -rf "$tmp"
+    rm -rf "$tmp" "$root/build/gate-src" "$root/build/gate-harness"
   fi
 }
 trap cleanup EXIT
@@ -250,16 +250,37 @@ fi
 
 # build NAME SOURCE [cmake -D...]: the harness of the work-tree snapshot against SOURCE, in
 # build/gate-NAME (fresh), Release. Fails the gate (exit 2) with the log's end.
+#
+# Every build compiles its tree at one path, build/gate-src (SOURCE is copied there first), with
+# the harness at build/gate-harness: the same file then has the same compile command in every
+# build, and with ccache (tools/deps.sh installs it; VIDMM_CCACHE=0 turns it off) an unchanged
+# file is compiled once for all of them - the base revision and the work tree, the self-test's
+# three builds, and the gate's and the self-test's runs. The self-test's twin build is compiled
+# anew (CCACHE_RECACHE), so that the identical pair is still two compilations of every file.
+# The ccache counts of each build are in $out/ccache-NAME.log.
+mapfile -t launcher < <(vidmm_ccache_args)
+stage="$root/build/gate-src"
+harness_staged=0
 build() {
-  local name=$1 src=$2 dir="$root/build/gate-$1" log="$out/build-$1.log" st
+  local name=$1 src=$2 dir="$root/build/gate-$1" log="$out/build-$1.log" st cc=() hits miss
   shift 2
-  rm -rf "$dir"
+  rm -rf "$dir" "$stage"
+  mkdir -p "$stage"
+  cp -a "$src/." "$stage/"
+  if [ -z "$harness" ] && [ "$harness_staged" -eq 0 ]; then
+    rm -rf "$root/build/gate-harness"
+    mkdir -p "$root/build/gate-harness"
+    cp -a "$tmp/new/bench/gate/." "$root/build/gate-harness/"
+    harness_staged=1
+  fi
+  [ "$name" = twin ] && cc+=(CCACHE_RECACHE=1)
   local t0
   t0=$(date +%s)
   set +e
   {
-    nice -n 10 cmake -S "${harness:-$tmp/new/bench/gate}" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DVIDMM_GATE_SOURCE="$src" "$@" &&
-      nice -n 10 cmake --build "$dir" -j"$jobs"
+    nice -n 10 cmake -S "${harness:-$root/build/gate-harness}" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+      -DVIDMM_GATE_SOURCE="$stage" "${launcher[@]}" "$@" &&
+      env CCACHE_STATSLOG="$out/ccache-$name.log" "${cc[@]}" nice -n 10 cmake --build "$dir" -j"$jobs"
   } >"$log" 2>&1
   st=$?
   set -e
@@ -272,7 +293,13 @@ build() {
     fi
     exit 2
   fi
-  say "built $name in $(($(date +%s) - t0)) s ($dir)"
+  hits=
+  if [ -f "$out/ccache-$name.log" ]; then
+    hits=$(grep -c -E '^(direct|preprocessed)_cache_hit$' "$out/ccache-$name.log" || true)
+    miss=$(grep -c -E '^(cache_miss|recache)$' "$out/ccache-$name.log" || true)
+    hits="; ccache: $hits hits, $miss compiled"
+  fi
+  say "built $name in $(($(date +%s) - t0)) s ($dir$hits)"
 }
 
 # supported BUILD BACKEND: whether BACKEND runs under Valgrind on this machine (Valgrind presents
