@@ -37,11 +37,29 @@ extra+=("${launcher[@]}")
 
 declare -A summary t_build t_run
 status=0
-t_all=$(date +%s)
 
 # Wall time of each preset or mode: t_build (configure and build) and t_run (its tests), in
-# seconds, shown in the summary so that a slow stage is seen at once.
+# seconds, shown in the summary so that a slow stage is seen at once; with the CPU time its
+# processes took (user + system), which a machine shared with other work changes less.
 now() { date +%s; }
+times_file=$(mktemp "${TMPDIR:-/tmp}/vidmm-times.XXXXXX")
+trap 'rm -f "$times_file"' EXIT
+# mark: m_wall, the clock, and m_cpu, the CPU seconds of this shell's finished children (bash's
+# 'times', which must run in this shell, not in a subshell).
+mark() {
+  times >"$times_file"
+  m_wall=$(date +%s)
+  m_cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+          "$times_file")
+}
+# span <variable> <wall> <cpu>: sets the variable to "N s (M s CPU)", from the marks given to now.
+span() {
+  mark
+  printf -v "$1" '%s s (%s s CPU)' "$((m_wall - $2))" "$((m_cpu - $3))"
+}
+mark
+t_all=$m_wall
+c_all=$m_cpu
 
 # configure <preset>
 configure() {
@@ -81,16 +99,16 @@ corpus_of() {
 # CTest presets
 # ---------------------------------------------------------------------------------------------
 run_ctest_preset() {
-  local p=$1 log skipped golden why t0
-  t0=$(now)
+  local p=$1 log skipped golden why t0 c0
+  mark; t0=$m_wall; c0=$m_cpu
   configure "$p"
   build "$p"
-  t_build[$p]=$(($(now) - t0))
-  t0=$(now)
+  span "t_build[$p]" "$t0" "$c0"
+  mark; t0=$m_wall; c0=$m_cpu
   echo "=== vidmm: $p: tests"
   log="build/$p/ctest.log"
   if ctest --preset "$p" -j"$jobs" 2>&1 | tee "$log"; then :; else status=1; fi
-  t_run[$p]=$(($(now) - t0))
+  span "t_run[$p]" "$t0" "$c0"
   summary[$p]=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
   skipped=$(grep -c '\*\*\*Skipped' "$log" || true)
   [ "$skipped" -gt 0 ] && summary[$p]+=" ($skipped skipped: see 'Skipped' above)"
@@ -124,8 +142,8 @@ run_ctest_preset() {
 VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|test_lock_dirty|fuzz_engine_replay)$'}
 
 run_valgrind() {
-  local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 t0 tp
-  t0=$(now)
+  local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 t0 c0 tp
+  mark; t0=$m_wall; c0=$m_cpu
   configure valgrind
   local progs=()
   mapfile -t progs < <(targets_matching "$dir" "$VG_PROGRAMS")
@@ -136,8 +154,8 @@ run_valgrind() {
     return 0
   fi
   build valgrind "${progs[@]}"
-  t_build[valgrind]=$(($(now) - t0))
-  t0=$(now)
+  span "t_build[valgrind]" "$t0" "$c0"
+  mark; t0=$m_wall; c0=$m_cpu
   echo "=== vidmm: valgrind: memcheck, scalar backend: ${progs[*]}"
   logs=$dir/memcheck
   rm -rf "$logs"
@@ -181,7 +199,7 @@ run_valgrind() {
   done
   summary[valgrind]="$((n_prog - n_fail)) of $n_prog programs clean"
   [ "$n_fail" -eq 0 ] || { summary[valgrind]+=" ($n_err memcheck errors; logs in $logs)"; status=1; }
-  t_run[valgrind]=$(($(now) - t0))
+  span "t_run[valgrind]" "$t0" "$c0"
   return 0
 }
 
@@ -194,8 +212,8 @@ run_valgrind() {
 # build/fuzz/artifacts/ and named in the output.
 # ---------------------------------------------------------------------------------------------
 run_fuzz() {
-  local dir=build/fuzz secs=${VIDMM_FUZZ_SECONDS:-60} t rc execs corpus work log n_fail=0 t0
-  t0=$(now)
+  local dir=build/fuzz secs=${VIDMM_FUZZ_SECONDS:-60} t rc execs corpus work log n_fail=0 t0 c0
+  mark; t0=$m_wall; c0=$m_cpu
   [[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "vidmm: VIDMM_FUZZ_SECONDS=$secs: not a number of seconds" >&2; exit 2; }
   rm -f "$dir/fuzzers.txt"
   configure fuzz
@@ -208,8 +226,8 @@ run_fuzz() {
     return 0
   fi
   build fuzz "${targets[@]}"
-  t_build[fuzz]=$(($(now) - t0))
-  t0=$(now)
+  span "t_build[fuzz]" "$t0" "$c0"
+  mark; t0=$m_wall; c0=$m_cpu
   mkdir -p "$dir/artifacts"
   work=$(mktemp -d "${TMPDIR:-/tmp}/vidmm-fuzz.XXXXXX")
   local sym=/usr/lib/llvm-14/bin/llvm-symbolizer
@@ -243,7 +261,7 @@ run_fuzz() {
   done
   rm -rf "$work"
   [ "$n_fail" -eq 0 ] || status=1
-  t_run[fuzz]=$(($(now) - t0))
+  span "t_run[fuzz]" "$t0" "$c0"
   return 0
 }
 
@@ -259,8 +277,9 @@ echo
 echo "=== vidmm test summary (wall time: configure + build, then tests)"
 for p in "${presets[@]}"; do
   printf '%-12s %s' "$p" "${summary[$p]:-no result}"
-  [ -z "${t_build[$p]:-}" ] || printf ' [build %s s, tests %s s]' "${t_build[$p]}" "${t_run[$p]:-?}"
+  [ -z "${t_build[$p]:-}" ] || printf ' [build %s, tests %s]' "${t_build[$p]}" "${t_run[$p]:-?}"
   echo
 done
-printf '%-12s %s s (load average now: %s)\n' total "$(($(now) - t_all))" "$(cut -d' ' -f1-3 /proc/loadavg)"
+span total "$t_all" "$c_all"
+printf '%-12s %s (load average now: %s)\n' total "$total" "$(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status
