@@ -309,18 +309,21 @@ supported() {
   valgrind --tool=none --log-file=/dev/null "$root/build/gate-$1/vidmm_gate" --backend "$2" --list >"$log" 2>&1
 }
 
-# measure BUILD BACKEND: runs the build's vidmm_gate under Callgrind with BACKEND and writes
-# $out/counts-BUILD-BACKEND.tsv (row, instructions). Every run sees the same binary path,
-# arguments and environment (the binary is copied to one place, env -i): the stack the program
-# starts with is then the same, and so is every stack buffer's alignment.
+# measure BUILD BACKEND [SLOT]: runs the build's vidmm_gate under Callgrind with BACKEND and
+# writes $out/counts-BUILD-BACKEND.tsv (row, instructions). Every run sees the same binary path
+# length, arguments and environment (the binary is copied to one place per slot, $tmp/bin1 or
+# $tmp/bin2, env -i): the stack the program starts with is then the same, and so is every stack
+# buffer's alignment. Two runs at once (measure_pair) use the two slots; the self-test measures
+# its identical pair that way too, so a difference the slot made would fail it.
 measure() {
-  local b=$1 be=$2 cg="$tmp/cg-$1-$2" log="$out/valgrind-$1-$2.log" st n
-  mkdir -p "$cg" "$tmp/bin" "$tmp/swap"
-  cp "$root/build/gate-$b/vidmm_gate" "$tmp/bin/vidmm_gate"
+  local b=$1 be=$2 slot=${3:-1} cg="$tmp/cg-$1-$2" log="$out/valgrind-$1-$2.log" st n
+  local bin="$tmp/bin$slot" swap="$tmp/swap$slot"
+  mkdir -p "$cg" "$bin" "$swap"
+  cp "$root/build/gate-$b/vidmm_gate" "$bin/vidmm_gate"
   set +e
-  (cd "$tmp/swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
+  (cd "$swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
      valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$cg/cg" \
-     "$tmp/bin/vidmm_gate" --backend "$be" --swap-dir "$tmp/swap") >"$log" 2>&1
+     "$bin/vidmm_gate" --backend "$be" --swap-dir "$swap") >"$log" 2>&1
   st=$?
   set -e
   if [ "$st" -ne 0 ]; then
@@ -342,14 +345,36 @@ measure() {
   # The rows expected: the list as the program gives it under Valgrind, where a path the kernel
   # offers natively may be refused (the write-watch rows exist only for the backends there).
   local want
-  want=$(cd "$tmp/swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
-           valgrind --tool=none --log-file=/dev/null "$tmp/bin/vidmm_gate" --backend "$be" --list | wc -l)
+  want=$(cd "$swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
+           valgrind --tool=none --log-file=/dev/null "$bin/vidmm_gate" --backend "$be" --list | wc -l)
   if [ $((n - 1)) -ne "$want" ]; then
     echo "bench_gate.sh: $b ($be): $((n - 1)) rows counted, $want expected; see $log" >&2
     exit 2
   fi
   sed -n 's/^# vidmm_gate: //p' "$log" | head -n 1 >"$out/header-$b-$be.txt"
   rm -rf "$cg"
+}
+
+# measure_pair BACKEND BUILD [BUILD]: measures the builds with BACKEND, the first in slot 1 and
+# the second in slot 2, at once when --jobs allows two (Callgrind counts instructions, which the
+# other run does not change), else one after the other. A failed run stops the gate (exit 2).
+measure_pair() {
+  local be=$1 a=$2 b=${3:-} t0 pa pb st=0
+  t0=$(date +%s)
+  if [ -n "$b" ] && [ "$jobs" -ge 2 ]; then
+    measure "$a" "$be" 1 &
+    pa=$!
+    measure "$b" "$be" 2 &
+    pb=$!
+    wait "$pa" || st=$?
+    wait "$pb" || st=$?
+    [ "$st" -eq 0 ] || exit "$st"
+    say "measured $a and $b ($be) side by side in $(($(date +%s) - t0)) s"
+  else
+    measure "$a" "$be" 1
+    [ -z "$b" ] || measure "$b" "$be" 1
+    say "measured $a${b:+ and $b} ($be) in $(($(date +%s) - t0)) s"
+  fi
 }
 
 # compare OLD NEW TITLE [changed]: the table of every row of counts-OLD-*.tsv against
@@ -466,12 +491,9 @@ if [ "$selftest" -eq 1 ]; then
   build twin "$tmp/new"
   build slow "$tmp/new" -DVIDMM_BENCH_SELFTEST_SLOWDOWN=ON
   choose_backends new
-  for bname in new twin slow; do
-    for be in "${run_backends[@]}"; do
-      t0=$(date +%s)
-      measure "$bname" "$be"
-      say "measured $bname ($be) in $(($(date +%s) - t0)) s"
-    done
+  for be in "${run_backends[@]}"; do
+    measure_pair "$be" new twin
+    measure_pair "$be" slow
   done
   fail=0
   echo
@@ -548,12 +570,8 @@ say "new: the work tree$dirty"
 build old "$old_src"
 build new "$tmp/new"
 choose_backends new
-for bname in old new; do
-  for be in "${run_backends[@]}"; do
-    t0=$(date +%s)
-    measure "$bname" "$be"
-    say "measured $bname ($be) in $(($(date +%s) - t0)) s"
-  done
+for be in "${run_backends[@]}"; do
+  measure_pair "$be" old new
 done
 echo
 compare old new "instructions per row (Callgrind), old = $base, new = the work tree"
