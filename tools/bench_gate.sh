@@ -198,7 +198,7 @@ cleanup() {
   if [ "$keep" -eq 1 ]; then
     echo "bench_gate.sh: sources kept in $tmp" >&2
   else
-    rm -rf "$tmp"
+    rm -rf "$tmp" "$root/build/gate-src" "$root/build/gate-harness"
   fi
 }
 trap cleanup EXIT
@@ -251,16 +251,37 @@ fi
 
 # build NAME SOURCE [cmake -D...]: the harness of the work-tree snapshot against SOURCE, in
 # build/gate-NAME (fresh), Release. Fails the gate (exit 2) with the log's end.
+#
+# Every build compiles its tree at one path, build/gate-src (SOURCE is copied there first), with
+# the harness at build/gate-harness: the same file then has the same compile command in every
+# build, and with ccache (tools/deps.sh installs it; VIDMM_CCACHE=0 turns it off) an unchanged
+# file is compiled once for all of them - the base revision and the work tree, the self-test's
+# three builds, and the gate's and the self-test's runs. The self-test's twin build is compiled
+# anew (CCACHE_RECACHE), so that the identical pair is still two compilations of every file.
+# The ccache counts of each build are in $out/ccache-NAME.log.
+mapfile -t launcher < <(vidmm_ccache_args)
+stage="$root/build/gate-src"
+harness_staged=0
 build() {
-  local name=$1 src=$2 dir="$root/build/gate-$1" log="$out/build-$1.log" st
+  local name=$1 src=$2 dir="$root/build/gate-$1" log="$out/build-$1.log" st cc=() hits miss
   shift 2
-  rm -rf "$dir"
+  rm -rf "$dir" "$stage"
+  mkdir -p "$stage"
+  cp -a "$src/." "$stage/"
+  if [ -z "$harness" ] && [ "$harness_staged" -eq 0 ]; then
+    rm -rf "$root/build/gate-harness"
+    mkdir -p "$root/build/gate-harness"
+    cp -a "$tmp/new/bench/gate/." "$root/build/gate-harness/"
+    harness_staged=1
+  fi
+  [ "$name" = twin ] && cc+=(CCACHE_RECACHE=1)
   local t0
   t0=$(date +%s)
   set +e
   {
-    nice -n 10 cmake -S "${harness:-$tmp/new/bench/gate}" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DVIDMM_GATE_SOURCE="$src" "$@" &&
-      nice -n 10 cmake --build "$dir" -j"$jobs"
+    nice -n 10 cmake -S "${harness:-$root/build/gate-harness}" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+      -DVIDMM_GATE_SOURCE="$stage" "${launcher[@]}" "$@" &&
+      env CCACHE_STATSLOG="$out/ccache-$name.log" "${cc[@]}" nice -n 10 cmake --build "$dir" -j"$jobs"
   } >"$log" 2>&1
   st=$?
   set -e
@@ -273,7 +294,13 @@ build() {
     fi
     exit 2
   fi
-  say "built $name in $(($(date +%s) - t0)) s ($dir)"
+  hits=
+  if [ -f "$out/ccache-$name.log" ]; then
+    hits=$(grep -c -E '^(direct|preprocessed)_cache_hit$' "$out/ccache-$name.log" || true)
+    miss=$(grep -c -E '^(cache_miss|recache)$' "$out/ccache-$name.log" || true)
+    hits="; ccache: $hits hits, $miss compiled"
+  fi
+  say "built $name in $(($(date +%s) - t0)) s ($dir$hits)"
 }
 
 # supported BUILD BACKEND: whether BACKEND runs under Valgrind on this machine (Valgrind presents
@@ -283,18 +310,21 @@ supported() {
   valgrind --tool=none --log-file=/dev/null "$root/build/gate-$1/vidmm_gate" --backend "$2" --list >"$log" 2>&1
 }
 
-# measure BUILD BACKEND: runs the build's vidmm_gate under Callgrind with BACKEND and writes
-# $out/counts-BUILD-BACKEND.tsv (row, instructions). Every run sees the same binary path,
-# arguments and environment (the binary is copied to one place, env -i): the stack the program
-# starts with is then the same, and so is every stack buffer's alignment.
+# measure BUILD BACKEND [SLOT]: runs the build's vidmm_gate under Callgrind with BACKEND and
+# writes $out/counts-BUILD-BACKEND.tsv (row, instructions). Every run sees the same binary path
+# length, arguments and environment (the binary is copied to one place per slot, $tmp/bin1 or
+# $tmp/bin2, env -i): the stack the program starts with is then the same, and so is every stack
+# buffer's alignment. Two runs at once (measure_pair) use the two slots; the self-test measures
+# its identical pair that way too, so a difference the slot made would fail it.
 measure() {
-  local b=$1 be=$2 cg="$tmp/cg-$1-$2" log="$out/valgrind-$1-$2.log" st n
-  mkdir -p "$cg" "$tmp/bin" "$tmp/swap"
-  cp "$root/build/gate-$b/vidmm_gate" "$tmp/bin/vidmm_gate"
+  local b=$1 be=$2 slot=${3:-1} cg="$tmp/cg-$1-$2" log="$out/valgrind-$1-$2.log" st n
+  local bin="$tmp/bin$slot" swap="$tmp/swap$slot"
+  mkdir -p "$cg" "$bin" "$swap"
+  cp "$root/build/gate-$b/vidmm_gate" "$bin/vidmm_gate"
   set +e
-  (cd "$tmp/swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
+  (cd "$swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
      valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$cg/cg" \
-     "$tmp/bin/vidmm_gate" --backend "$be" --swap-dir "$tmp/swap") >"$log" 2>&1
+     "$bin/vidmm_gate" --backend "$be" --swap-dir "$swap") >"$log" 2>&1
   st=$?
   set -e
   if [ "$st" -ne 0 ]; then
@@ -316,14 +346,36 @@ measure() {
   # The rows expected: the list as the program gives it under Valgrind, where a path the kernel
   # offers natively may be refused (the write-watch rows exist only for the backends there).
   local want
-  want=$(cd "$tmp/swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
-           valgrind --tool=none --log-file=/dev/null "$tmp/bin/vidmm_gate" --backend "$be" --list | wc -l)
+  want=$(cd "$swap" && env -i PATH=/usr/bin:/bin HOME=/nonexistent LC_ALL=C \
+           valgrind --tool=none --log-file=/dev/null "$bin/vidmm_gate" --backend "$be" --list | wc -l)
   if [ $((n - 1)) -ne "$want" ]; then
     echo "bench_gate.sh: $b ($be): $((n - 1)) rows counted, $want expected; see $log" >&2
     exit 2
   fi
   sed -n 's/^# vidmm_gate: //p' "$log" | head -n 1 >"$out/header-$b-$be.txt"
   rm -rf "$cg"
+}
+
+# measure_pair BACKEND BUILD [BUILD]: measures the builds with BACKEND, the first in slot 1 and
+# the second in slot 2, at once when --jobs allows two (Callgrind counts instructions, which the
+# other run does not change), else one after the other. A failed run stops the gate (exit 2).
+measure_pair() {
+  local be=$1 a=$2 b=${3:-} t0 pa pb st=0
+  t0=$(date +%s)
+  if [ -n "$b" ] && [ "$jobs" -ge 2 ]; then
+    measure "$a" "$be" 1 &
+    pa=$!
+    measure "$b" "$be" 2 &
+    pb=$!
+    wait "$pa" || st=$?
+    wait "$pb" || st=$?
+    [ "$st" -eq 0 ] || exit "$st"
+    say "measured $a and $b ($be) side by side in $(($(date +%s) - t0)) s"
+  else
+    measure "$a" "$be" 1
+    [ -z "$b" ] || measure "$b" "$be" 1
+    say "measured $a${b:+ and $b} ($be) in $(($(date +%s) - t0)) s"
+  fi
 }
 
 # compare OLD NEW TITLE [changed]: the table of every row of counts-OLD-*.tsv against
@@ -440,12 +492,9 @@ if [ "$selftest" -eq 1 ]; then
   build twin "$tmp/new"
   build slow "$tmp/new" -DVIDMM_BENCH_SELFTEST_SLOWDOWN=ON
   choose_backends new
-  for bname in new twin slow; do
-    for be in "${run_backends[@]}"; do
-      t0=$(date +%s)
-      measure "$bname" "$be"
-      say "measured $bname ($be) in $(($(date +%s) - t0)) s"
-    done
+  for be in "${run_backends[@]}"; do
+    measure_pair "$be" new twin
+    measure_pair "$be" slow
   done
   fail=0
   echo
@@ -522,12 +571,8 @@ say "new: the work tree$dirty"
 build old "$old_src"
 build new "$tmp/new"
 choose_backends new
-for bname in old new; do
-  for be in "${run_backends[@]}"; do
-    t0=$(date +%s)
-    measure "$bname" "$be"
-    say "measured $bname ($be) in $(($(date +%s) - t0)) s"
-  done
+for be in "${run_backends[@]}"; do
+  measure_pair "$be" old new
 done
 echo
 compare old new "instructions per row (Callgrind), old = $base, new = the work tree"

@@ -4,7 +4,7 @@
 # installed. Sourced by tools/test.sh and tools/bench.sh. As root it installs what is missing
 # with apt-get; otherwise it prints the exact apt-get line and fails.
 VIDMM_DEB_PACKAGES=(cmake make gcc g++ pkg-config libcriterion-dev libbenchmark-dev liburing-dev
-                    libhugetlbfs-dev git ca-certificates)
+                    libhugetlbfs-dev git ca-certificates ccache)
 # What single modes of tools/test.sh need besides, installed only when they run: valgrind
 # memcheck; libFuzzer (clang 14 and its runtime libraries, which the clang package only
 # recommends) with llvm-symbolizer, so a crash's stack names functions and lines.
@@ -16,6 +16,18 @@ VIDMM_DEB_PACKAGES_FUZZ=(clang libclang-rt-14-dev llvm-14)
 # why gnuplot): the build without X, whose SVG terminal is built in.
 # shellcheck disable=SC2034
 VIDMM_DEB_PACKAGES_PLOT=(gnuplot-nox)
+
+# vidmm_ccache_args: the CMake arguments that put ccache (one of the packages above) in front of
+# the C and C++ compilers, one a line; with VIDMM_CCACHE=0, or where ccache is missing, empty
+# launchers instead, so that a build directory configured with ccache before goes without it.
+# tools/test.sh's presets and tools/bench_gate.sh's builds use it: the gate builds two revisions
+# and its self-test the same tree three times, which share every unchanged object through the
+# cache (ccache's own directory, ~/.cache/ccache unless CCACHE_DIR says otherwise).
+vidmm_ccache_args() {
+  local l=
+  [ "${VIDMM_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1 && l=ccache
+  printf '%s\n' "-DCMAKE_C_COMPILER_LAUNCHER=$l" "-DCMAKE_CXX_COMPILER_LAUNCHER=$l"
+}
 
 # vidmm_deps [package...]: the common packages and the ones named.
 vidmm_deps() {

@@ -5,11 +5,14 @@
 # ThreadSanitizer (the concurrency tests) and the portable scalar-only build, each through its
 # CMake preset and CTest; then two modes of their own:
 #   valgrind  the engine's test programs under valgrind memcheck with the scalar backend, every
-#             test process traced; any memcheck error or definite leak fails;
-#   fuzz      every libFuzzer target (clang, ASan + UBSan) for VIDMM_FUZZ_SECONDS (60) each,
-#             seeded with its corpus tests/fuzz/corpus/<name>/ (new inputs go to a temporary
-#             directory, crash inputs to build/fuzz/artifacts/); any crash fails.
-# Ends with a summary line for each. Usage: tools/test.sh [preset-or-mode...]
+#             test process traced, as many programs at a time as there are CPUs
+#             (VIDMM_VALGRIND_JOBS); any memcheck error or definite leak fails;
+#   fuzz      every libFuzzer target (clang, ASan + UBSan) for VIDMM_FUZZ_SECONDS (60) each, as
+#             many at once as there are CPUs, seeded with its corpus tests/fuzz/corpus/<name>/
+#             (new inputs go to a temporary directory, crash inputs to build/fuzz/artifacts/);
+#             any crash fails.
+# Ends with a summary line for each, with its wall and CPU time. Usage:
+# tools/test.sh [preset-or-mode...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/deps.sh
@@ -30,9 +33,36 @@ jobs=$(nproc 2>/dev/null || echo 2)
 extra=()
 # Warnings are errors in CI only, so a newer compiler's new warning does not stop a user.
 [ "${CI:-}" = "true" ] && extra+=(-DVIDMM_WERROR=ON)
+# ccache in front of the compilers (VIDMM_CCACHE=0: not; tools/deps.sh). A preset's build gains
+# little from it on a fresh machine (each preset has flags of its own), a rebuild much.
+mapfile -t launcher < <(vidmm_ccache_args)
+extra+=("${launcher[@]}")
 
-declare -A summary
+declare -A summary t_build t_run
 status=0
+
+# Wall time of each preset or mode: t_build (configure and build) and t_run (its tests), in
+# seconds, shown in the summary so that a slow stage is seen at once; with the CPU time its
+# processes took (user + system), which a machine shared with other work changes less.
+now() { date +%s; }
+times_file=$(mktemp "${TMPDIR:-/tmp}/vidmm-times.XXXXXX")
+trap 'rm -f "$times_file"' EXIT
+# mark: m_wall, the clock, and m_cpu, the CPU seconds of this shell's finished children (bash's
+# 'times', which must run in this shell, not in a subshell).
+mark() {
+  times >"$times_file"
+  m_wall=$(date +%s)
+  m_cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+          "$times_file")
+}
+# span <variable> <wall> <cpu>: sets the variable to "N s (M s CPU)", from the marks given to now.
+span() {
+  mark
+  printf -v "$1" '%s s (%s s CPU)' "$((m_wall - $2))" "$((m_cpu - $3))"
+}
+mark
+t_all=$m_wall
+c_all=$m_cpu
 
 # configure <preset>
 configure() {
@@ -72,12 +102,16 @@ corpus_of() {
 # CTest presets
 # ---------------------------------------------------------------------------------------------
 run_ctest_preset() {
-  local p=$1 log skipped golden why
+  local p=$1 log skipped golden why t0 c0
+  mark; t0=$m_wall; c0=$m_cpu
   configure "$p"
   build "$p"
+  span "t_build[$p]" "$t0" "$c0"
+  mark; t0=$m_wall; c0=$m_cpu
   echo "=== vidmm: $p: tests"
   log="build/$p/ctest.log"
   if ctest --preset "$p" -j"$jobs" 2>&1 | tee "$log"; then :; else status=1; fi
+  span "t_run[$p]" "$t0" "$c0"
   summary[$p]=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
   skipped=$(grep -c '\*\*\*Skipped' "$log" || true)
   [ "$skipped" -gt 0 ] && summary[$p]+=" ($skipped skipped: see 'Skipped' above)"
@@ -106,13 +140,99 @@ run_ctest_preset() {
 # 3.19 has no AVX-512, and the scalar kernels are the reference. Under valgrind the library
 # falls back by itself to a smaller address-space reservation and to the thread-pool disk I/O
 # (a thread in io_uring_enter() stops every other one there), each with a logged warning.
-# VIDMM_VALGRIND_PROGRAMS (an extended regex of target names) runs others instead.
+# VIDMM_VALGRIND_PROGRAMS (an extended regex of target names) runs others instead. Programs run
+# side by side, the longest first (vg_weight), each with its tests in parallel as under CTest.
 # ---------------------------------------------------------------------------------------------
 VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|test_lock_dirty|fuzz_engine_replay)$'}
+# The programs that raise the huge page pool when run as root (those linking engine/t_hugepool.c):
+# each runs alone, after the others, as CTest runs them (RUN_SERIAL, tests/engine/os.cmake says
+# why: any other program's devices take pages of the raised pool).
+VG_ALONE='^(test_os|test_tiers|test_writewatch)$'
+# Programs run at once, and tests at once within each (Criterion's -j). A test process under
+# memcheck spends most of its time starting (valgrind, the test program's 20 shared libraries and
+# their debug info, the engine's first calls translated) rather than testing, and a program's
+# last tests leave a CPU idle: with two programs at once, the other fills it.
+VG_PROGRAM_JOBS=${VIDMM_VALGRIND_JOBS:-$jobs}
+
+# vg_weight <program>: how long it is expected to run, to start the longest first: its seconds in
+# the last run here (build/valgrind/memcheck-times.txt), else the tests it has (Criterion's
+# --list: "suite: N tests" lines), or for a corpus replay - one long process that replays every
+# input - the inputs in its corpus (70 took 17-23 s here, the time of 10-15 tests).
+vg_weight() {
+  local t=$1 last
+  last=$(awk -v t="$t" '$1 == t { print $2 }' build/valgrind/memcheck-times.txt 2>/dev/null)
+  if [ -n "$last" ]; then
+    echo "$last"
+  elif [[ $t == fuzz_*_replay ]]; then
+    find "$(corpus_of "$t")" -type f 2>/dev/null | wc -l
+  else
+    "build/valgrind/tests/$t" --list 2>/dev/null | sed -n 's/^.*: \([0-9][0-9]*\) tests\{0,1\}$/\1/p' |
+      awk '{ s += $1 } END { print s + 0 }'
+  fi
+}
+
+# A pool of background jobs, for the modes whose programs run side by side. pool_start <name>
+# <command...> starts the command (a function, typically) in the background; pool_wait <report>
+# waits for any one of them and calls '<report> <name> <exit status> <seconds>', in this shell.
+declare -A pool_name pool_t0
+pool_n=0
+pool_start() {
+  local name=$1
+  shift
+  "$@" &
+  pool_name[$!]=$name
+  pool_t0[$!]=$(now)
+  pool_n=$((pool_n + 1))
+}
+pool_wait() {
+  local pid= rc=0
+  wait -n -p pid || rc=$?
+  [ -n "$pid" ] && [ -n "${pool_name[$pid]:-}" ] || { echo "vidmm: lost track of a background job" >&2; exit 2; }
+  pool_n=$((pool_n - 1))
+  "$1" "${pool_name[$pid]}" "$rc" "$(($(now) - pool_t0[$pid]))"
+  unset "pool_name[$pid]" "pool_t0[$pid]"
+}
+
+# vg_run <program>: the program under memcheck, every test process traced, each writing its own
+# log. Its exit status is the mode's verdict on the program, with the logs' ERROR SUMMARY lines.
+vg_run() {
+  local t=$1 args=(--short-filename -j"$jobs")
+  [[ $t == fuzz_*_replay ]] && args=("$(corpus_of "$t")")
+  VIDMM_BACKEND=scalar exec timeout -k 30 1800 \
+    valgrind --tool=memcheck --trace-children=yes --error-exitcode=99 --num-callers=32 \
+    --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --vgdb=no \
+    --log-file="$logs/$t.%p.log" "build/valgrind/tests/$t" "${args[@]}" >"$logs/$t.out" 2>&1
+}
+
+# vg_report <program> <exit status> <seconds>: its line; for a failed program, the end of its
+# output and the logs of the processes with errors. Counts into n_prog, n_fail and n_err
+# (run_valgrind's).
+vg_report() {
+  local t=$1 rc=$2 secs=$3 bad errs f
+  n_prog=$((n_prog + 1))
+  echo "$t $secs" >>"$logs/times.txt"
+  # Every process's log ends with its ERROR SUMMARY; one that is not 0 names the culprit. (A
+  # process killed before its end writes none: a test worker's death fails its test anyway.)
+  bad=$(grep -l -E 'ERROR SUMMARY: [1-9]' "$logs/$t".*.log 2>/dev/null || true)
+  errs=$(cat "$logs/$t".*.log 2>/dev/null | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' |
+         awk '{ s += $1 } END { print s + 0 }')
+  printf '%-24s %4d s exit %-3d memcheck errors %-4s %s\n' "$t" "$secs" "$rc" "$errs" \
+    "$(grep -h -E 'Synthesis|Skipped:' "$logs/$t.out" | sed -e 's/^\[====\] //' -e 's/ (run with.*//' | tac | paste -sd ' ')"
+  if [ "$rc" -ne 0 ] || [ -n "$bad" ]; then
+    n_fail=$((n_fail + 1))
+    n_err=$((n_err + errs))
+    echo "--- $t: output" >&2
+    tail -n 60 "$logs/$t.out" >&2
+    for f in $bad; do
+      echo "--- $f" >&2
+      head -n 150 "$f" >&2
+    done
+  fi
+}
 
 run_valgrind() {
-  local dir=build/valgrind logs t rc bad errs n_prog=0 n_err=0 n_fail=0 start
-  start=$(date +%s)
+  local dir=build/valgrind t n_prog=0 n_err=0 n_fail=0 t0 c0
+  mark; t0=$m_wall; c0=$m_cpu
   configure valgrind
   local progs=()
   mapfile -t progs < <(targets_matching "$dir" "$VG_PROGRAMS")
@@ -123,49 +243,34 @@ run_valgrind() {
     return 0
   fi
   build valgrind "${progs[@]}"
-  echo "=== vidmm: valgrind: memcheck, scalar backend: ${progs[*]}"
+  span "t_build[valgrind]" "$t0" "$c0"
+  mark; t0=$m_wall; c0=$m_cpu
+  echo "=== vidmm: valgrind: memcheck, scalar backend, $VG_PROGRAM_JOBS programs at once: ${progs[*]}"
   logs=$dir/memcheck
   rm -rf "$logs"
   mkdir -p "$logs"
+  local queue=() alone=()
   for t in "${progs[@]}"; do
-    local args=(--short-filename -j"$jobs")
-    if [[ $t == fuzz_*_replay ]]; then
-      args=("$(corpus_of "$t")")
-      if [ -z "$(find "${args[0]}" -type f 2>/dev/null | head -n 1)" ]; then
-        echo "$t: no corpus in ${args[0]}: nothing to replay (its CTest replay fails for that)"
-        continue
-      fi
+    if [[ $t == fuzz_*_replay ]] && [ -z "$(find "$(corpus_of "$t")" -type f 2>/dev/null | head -n 1)" ]; then
+      echo "$t: no corpus in $(corpus_of "$t"): nothing to replay (its CTest replay fails for that)"
+      continue
     fi
-    set +e
-    VIDMM_BACKEND=scalar timeout -k 30 1800 \
-      valgrind --tool=memcheck --trace-children=yes --error-exitcode=99 --num-callers=32 \
-      --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
-      --log-file="$logs/$t.%p.log" "$dir/tests/$t" "${args[@]}" >"$logs/$t.out" 2>&1
-    rc=$?
-    set -e
-    n_prog=$((n_prog + 1))
-    # Every process's log ends with its ERROR SUMMARY; one that is not 0 names the culprit. (A
-    # process killed before its end writes none: a test worker's death fails its test anyway.)
-    bad=$(grep -l -E 'ERROR SUMMARY: [1-9]' "$logs/$t".*.log 2>/dev/null || true)
-    errs=$(cat "$logs/$t".*.log 2>/dev/null | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' |
-           awk '{ s += $1 } END { print s + 0 }')
-    printf '%-24s exit %-3d memcheck errors %-4s %s\n' "$t" "$rc" "$errs" \
-      "$(grep -h -E 'Synthesis|Skipped:' "$logs/$t.out" | sed -e 's/^\[====\] //' -e 's/ (run with.*//' | tac | paste -sd ' ')"
-    if [ "$rc" -ne 0 ] || [ -n "$bad" ]; then
-      n_fail=$((n_fail + 1))
-      n_err=$((n_err + errs))
-      echo "--- $t: output" >&2
-      tail -n 60 "$logs/$t.out" >&2
-      local f
-      for f in $bad; do
-        echo "--- $f" >&2
-        head -n 150 "$f" >&2
-      done
-    fi
+    if [[ $t =~ $VG_ALONE ]]; then alone+=("$t"); else queue+=("$t"); fi
   done
+  mapfile -t queue < <(for t in "${queue[@]}"; do echo "$(vg_weight "$t") $t"; done | sort -k1,1nr -k2,2 | cut -d' ' -f2)
+  for t in "${queue[@]}"; do
+    [ "$pool_n" -lt "$VG_PROGRAM_JOBS" ] || pool_wait vg_report
+    pool_start "$t" vg_run "$t"
+  done
+  while [ "$pool_n" -gt 0 ]; do pool_wait vg_report; done
+  for t in "${alone[@]}"; do
+    pool_start "$t" vg_run "$t"
+    pool_wait vg_report
+  done
+  cp "$logs/times.txt" "$dir/memcheck-times.txt" 2>/dev/null || true
   summary[valgrind]="$((n_prog - n_fail)) of $n_prog programs clean"
   [ "$n_fail" -eq 0 ] || { summary[valgrind]+=" ($n_err memcheck errors; logs in $logs)"; status=1; }
-  summary[valgrind]+=", $(($(date +%s) - start)) s"
+  span "t_run[valgrind]" "$t0" "$c0"
   return 0
 }
 
@@ -177,9 +282,37 @@ run_valgrind() {
 # input running longer than 60 s or an out-of-memory fails the mode; the reproducer is kept in
 # build/fuzz/artifacts/ and named in the output.
 # ---------------------------------------------------------------------------------------------
+# fz_run <target>: the libFuzzer binary for $secs from its corpus, new inputs in $work/<target>.
+fz_run() {
+  local t=$1 corpus seeds=()
+  corpus=$(corpus_of "$t")
+  [ -d "$corpus" ] && seeds=("$corpus")
+  ASAN_SYMBOLIZER_PATH=$sym UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    exec timeout -k 30 $((secs + 600)) "build/fuzz/tests/$t" -max_total_time="$secs" -timeout=60 -print_final_stats=1 \
+    -artifact_prefix="build/fuzz/artifacts/$t-" "$work/$t" "${seeds[@]}" >"build/fuzz/$t.log" 2>&1
+}
+
+# fz_report <target> <exit status> <seconds>: its line; for a failure the end of its log and the
+# reproducer. Counts into n_fail (run_fuzz's).
+fz_report() {
+  local t=$1 rc=$2 log=build/fuzz/$1.log execs
+  execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  printf '%-24s exit %-3d %s executions in %s s, %s new inputs\n' "$t" "$rc" "${execs:-?}" "$secs" \
+    "$(find "$work/$t" -type f | wc -l)"
+  summary[fuzz]+="${summary[fuzz]:+, }$t ${execs:-?} execs"
+  if [ "$rc" -ne 0 ]; then
+    n_fail=$((n_fail + 1))
+    echo "--- $t: exit $rc; the end of $log:" >&2
+    tail -n 80 "$log" >&2
+    find build/fuzz/artifacts -name "$t-*" -printf 'reproducer: %p\n' >&2 || true
+    summary[fuzz]+=" (FAILED)"
+  fi
+}
+
 run_fuzz() {
-  local dir=build/fuzz secs=${VIDMM_FUZZ_SECONDS:-60} t rc execs corpus work log n_fail=0 start
-  start=$(date +%s)
+  local dir=build/fuzz t corpus n_fail=0 t0 c0
+  secs=${VIDMM_FUZZ_SECONDS:-60}
+  mark; t0=$m_wall; c0=$m_cpu
   [[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "vidmm: VIDMM_FUZZ_SECONDS=$secs: not a number of seconds" >&2; exit 2; }
   rm -f "$dir/fuzzers.txt"
   configure fuzz
@@ -192,40 +325,27 @@ run_fuzz() {
     return 0
   fi
   build fuzz "${targets[@]}"
+  span "t_build[fuzz]" "$t0" "$c0"
+  mark; t0=$m_wall; c0=$m_cpu
   mkdir -p "$dir/artifacts"
   work=$(mktemp -d "${TMPDIR:-/tmp}/vidmm-fuzz.XXXXXX")
-  local sym=/usr/lib/llvm-14/bin/llvm-symbolizer
+  sym=/usr/lib/llvm-14/bin/llvm-symbolizer
   [ -x "$sym" ] || sym=$(command -v llvm-symbolizer || true)
   summary[fuzz]=""
+  # The fuzzers are single-threaded: as many run at once as there are CPUs, each for its full time.
   for t in "${targets[@]}"; do
     corpus=$(corpus_of "$t")
-    local seeds=()
-    if [ -d "$corpus" ]; then seeds=("$corpus"); else echo "vidmm: fuzz: $t has no corpus ($corpus)" >&2; fi
+    [ -d "$corpus" ] || echo "vidmm: fuzz: $t has no corpus ($corpus)" >&2
     mkdir -p "$work/$t"
     rm -f "$dir/artifacts/$t-"*
-    log=$dir/$t.log
+    [ "$pool_n" -lt "$jobs" ] || pool_wait fz_report
     echo "=== vidmm: fuzz: $t for $secs s (corpus $corpus)"
-    set +e
-    ASAN_SYMBOLIZER_PATH=$sym UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      timeout -k 30 $((secs + 600)) "$dir/tests/$t" -max_total_time="$secs" -timeout=60 -print_final_stats=1 \
-      -artifact_prefix="$dir/artifacts/$t-" "$work/$t" "${seeds[@]}" >"$log" 2>&1
-    rc=$?
-    set -e
-    execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
-    printf '%-24s exit %-3d %s executions in %s s, %s new inputs\n' "$t" "$rc" "${execs:-?}" "$secs" \
-      "$(find "$work/$t" -type f | wc -l)"
-    summary[fuzz]+="${summary[fuzz]:+, }$t ${execs:-?} execs"
-    if [ "$rc" -ne 0 ]; then
-      n_fail=$((n_fail + 1))
-      echo "--- $t: exit $rc; the end of $log:" >&2
-      tail -n 80 "$log" >&2
-      find "$dir/artifacts" -name "$t-*" -printf 'reproducer: %p\n' >&2 || true
-      summary[fuzz]+=" (FAILED)"
-    fi
+    pool_start "$t" fz_run "$t"
   done
+  while [ "$pool_n" -gt 0 ]; do pool_wait fz_report; done
   rm -rf "$work"
   [ "$n_fail" -eq 0 ] || status=1
-  summary[fuzz]+=", $(($(date +%s) - start)) s"
+  span "t_run[fuzz]" "$t0" "$c0"
   return 0
 }
 
@@ -238,8 +358,12 @@ for p in "${presets[@]}"; do
 done
 
 echo
-echo "=== vidmm test summary"
+echo "=== vidmm test summary (wall time: configure + build, then tests)"
 for p in "${presets[@]}"; do
-  printf '%-12s %s\n' "$p" "${summary[$p]:-no result}"
+  printf '%-12s %s' "$p" "${summary[$p]:-no result}"
+  [ -z "${t_build[$p]:-}" ] || printf ' [build %s, tests %s]' "${t_build[$p]}" "${t_run[$p]:-?}"
+  echo
 done
+span total "$t_all" "$c_all"
+printf '%-12s %s (load average now: %s)\n' total "$total" "$(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

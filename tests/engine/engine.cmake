@@ -42,8 +42,7 @@ set(VIDMM_ENGINE_CONF_TESTS
 
 foreach(_t IN LISTS VIDMM_ENGINE_CONF_TESTS)
   vidmm_add_test_exe(${_t} engine/${_t}.c)
-  target_sources(${_t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/engine/t_engine.c)
-  target_include_directories(${_t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/engine)
+  target_link_libraries(${_t} PRIVATE vidmm_test_engine)   # engine/t_engine.c, compiled once
   add_test(NAME ${_t} COMMAND ${_t} --short-filename)
   vidmm_set_test_props(${_t} "engine")
 endforeach()

@@ -11,10 +11,10 @@
 set(_t_io_dir ${CMAKE_CURRENT_BINARY_DIR}/io-scratch)
 
 if(VIDMM_SANITIZE STREQUAL "thread")
-  add_executable(test_io engine/test_io.c common/t_helpers.c common/t_lite.c)
+  add_executable(test_io engine/test_io.c)
   target_include_directories(test_io PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/lib)
   target_compile_definitions(test_io PRIVATE T_LITE_HARNESS=1 ${_t_built_defs} T_IO_DIR="${_t_io_dir}")
-  target_link_libraries(test_io PRIVATE vidmm_static vidmm_private_flags Threads::Threads)
+  target_link_libraries(test_io PRIVATE vidmm_test_lite vidmm_static vidmm_private_flags Threads::Threads)
   set_target_properties(test_io PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS ON)
   add_test(NAME test_io COMMAND test_io)
   vidmm_set_test_props(test_io "engine;io;concurrency")

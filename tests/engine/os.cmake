@@ -3,7 +3,7 @@
 # tests/CMakeLists.txt after vidmm_add_test_exe() is defined. The os.h functions are internal
 # (hidden in libvidmm.so), so the suite links the static library and includes from lib/.
 vidmm_add_test_exe(test_os engine/test_os.c)
-target_sources(test_os PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/engine/t_hugepool.c)
+target_link_libraries(test_os PRIVATE vidmm_test_hugepool)
 target_include_directories(test_os PRIVATE ${PROJECT_SOURCE_DIR}/lib)
 add_test(NAME test_os COMMAND test_os --short-filename)
 vidmm_set_test_props(test_os "engine")

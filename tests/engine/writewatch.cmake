@@ -6,7 +6,7 @@
 # SKIP_REGULAR_EXPRESSION makes CTest report that backend's entry as skipped, not passed. The
 # ww_choice tests set VIDMM_WRITEWATCH themselves (each Criterion test is a process of its own).
 vidmm_add_test_exe(test_writewatch engine/test_writewatch.c)
-target_sources(test_writewatch PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/engine/t_hugepool.c)
+target_link_libraries(test_writewatch PRIVATE vidmm_test_hugepool)
 foreach(_ww choice uffd softdirty mprotect hugetlb)
   add_test(NAME test_writewatch.${_ww} COMMAND test_writewatch --short-filename --verbose "--filter=ww_${_ww}/*")
   vidmm_set_test_props(test_writewatch.${_ww} "engine;writewatch")

@@ -4,8 +4,8 @@
 # with the same generator and C compiler as the outer build, so a nested failure is vidmm's and
 # not a toolchain mismatch.
 #
-# Every script receives PK_GENERATOR, PK_MAKE_PROGRAM and PK_C_COMPILER from
-# tests/packaging/CMakeLists.txt.
+# Every script receives PK_GENERATOR, PK_MAKE_PROGRAM, PK_C_COMPILER and PK_C_COMPILER_LAUNCHER
+# (empty without one) from tests/packaging/CMakeLists.txt.
 
 # pk_run(<what> COMMAND <argv...> [OUTPUT <var>] [WORKING_DIRECTORY <dir>])
 # Runs the command; on a non-zero exit, fails the test showing the command and all its output.
@@ -33,6 +33,9 @@ function(pk_configure src bin)
             -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
   if(PK_MAKE_PROGRAM)
     list(APPEND _args "-DCMAKE_MAKE_PROGRAM=${PK_MAKE_PROGRAM}")
+  endif()
+  if(PK_C_COMPILER_LAUNCHER)
+    list(APPEND _args "-DCMAKE_C_COMPILER_LAUNCHER=${PK_C_COMPILER_LAUNCHER}")
   endif()
   pk_run("configure ${src}" COMMAND "${CMAKE_COMMAND}" ${_args} ${ARGN})
 endfunction()
