@@ -84,6 +84,13 @@ struct vidmm_kernel_ops {
                        const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
     void (*unswz_runs64)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
+    /* The same with streaming stores to the destination (the tile for swz_, the linear rows for
+     * unswz_), which must be aligned to the backend's vector: for large copies (swizzle_walk.c
+     * long_rows_nt()). NULL in the scalar table. */
+    void (*swz_runs64_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
+    void (*unswz_runs64_nt)(const unsigned char *tile, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run);
     /* Quads, for 8-byte runs whose next address bits are y0, then x at the run's scale (Morton with
      * 4-byte units, tiling.md 6.1: x0 y0 x1 y1 ...): runs c, c + 1 (c even) of rows r, r + 1
      * (r even) are one 32-byte block at tile + (xo[c] ^ yo[r] ^ zoff): row r run c, row r + 1

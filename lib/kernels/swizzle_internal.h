@@ -180,7 +180,9 @@ struct vidmm_swz_tune {
                           above it, as a copy larger than the cache; OFF: below); AUTO strategy only */
     uint8_t strips;    /* four-row strips: VIDMM_SWZ_STRIPS_* or AS */
     uint8_t grouped;   /* tiles grouped per kernel call (else the GOB tile-by-tile walk) */
-    uint8_t pairs_nt;  /* the streaming pair walk (GOB lines whole; a deswizzle's linear rows) */
+    uint8_t pairs_nt;  /* the streaming pair walk (GOB lines whole; a deswizzle's linear rows), or
+                          for layouts whose run is a whole tile row (Intel X) the long-row walk
+                          with streaming stores to its destination */
 };
 #define VIDMM_SWZ_MAX_CANDIDATES 24
 
@@ -236,13 +238,13 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
                            uint64_t budget_ns, const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *best);
 
 /* vidmm_swz_linear_policy() is how a deswizzle of subresource 'm' larger than the streaming
- * threshold writes its linear rows in walk 'which' (the GOB pair walk, or the line layouts'
- * four-row strips): ordinary or streaming stores, or - for the strips - the tile walk instead
+ * threshold writes its linear rows in walk 'which' (the GOB pair walk, the line layouts'
+ * four-row strips, or the long-row walk of whole tile rows, Intel X): ordinary or streaming stores, or - for the strips - the tile walk instead
  * ('strips_nt': the strip kernels have streaming stores). VIDMM_STREAM_LINEAR_ROWS=on|off forces
  * streaming or ordinary stores; else measured once per process for the kind of 'm' and 'backend'
  * (swizzle_tune.c "The linear-row store policy"); else (VIDMM_CALIBRATE=0, nothing to measure
  * with) a guess. The first call of a kind costs ~5 ms. */
-enum vidmm_swz_linear { VIDMM_SWZ_LINEAR_PAIRS, VIDMM_SWZ_LINEAR_STRIPS };
+enum vidmm_swz_linear { VIDMM_SWZ_LINEAR_PAIRS, VIDMM_SWZ_LINEAR_STRIPS, VIDMM_SWZ_LINEAR_LONG };
 enum vidmm_swz_linear_answer { VIDMM_SWZ_ANSWER_ORDINARY, VIDMM_SWZ_ANSWER_STREAM, VIDMM_SWZ_ANSWER_TILES };
 unsigned vidmm_swz_linear_policy(const struct vidmm_swz_mip *m, enum vidmm_backend backend,
                                  enum vidmm_swz_linear which, bool strips_nt);

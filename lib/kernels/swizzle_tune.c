@@ -498,8 +498,8 @@ static int slr_measure(const struct vidmm_swz_mip *m, enum vidmm_backend backend
                                           .pairs_nt = VIDMM_SWZ_TUNE_OFF };
     struct vidmm_swz_tune walk[3] = { plain, plain, plain };
     bool cand[3] = { true, true, false };
-    if (which == VIDMM_SWZ_LINEAR_PAIRS) {
-        walk[VIDMM_SWZ_ANSWER_STREAM].pairs_nt = VIDMM_SWZ_TUNE_ON;
+    if (which != VIDMM_SWZ_LINEAR_STRIPS) {
+        walk[VIDMM_SWZ_ANSWER_STREAM].pairs_nt = VIDMM_SWZ_TUNE_ON; /* the pair or long-row walk */
     } else {
         walk[VIDMM_SWZ_ANSWER_ORDINARY].strips = VIDMM_SWZ_STRIPS_CACHED;
         walk[VIDMM_SWZ_ANSWER_STREAM].strips = VIDMM_SWZ_STRIPS_NT;
@@ -540,7 +540,9 @@ static int slr_measure(const struct vidmm_swz_mip *m, enum vidmm_backend backend
         snprintf(tiles, sizeof(tiles), ", tile walk %.0f us", (double)best[VIDMM_SWZ_ANSWER_TILES] * 1e-3);
     vidmm_log(VIDMM_LOG_INFO, "deswizzle linear rows beyond the cache, tiling %u, %u-byte elements, %s: %s (measured "
               "on a cold %zu KiB band in %.1f ms: ordinary stores %.0f us, streaming %.0f us%s; the guess: %s)",
-              (unsigned)m->s->layout.tiling, m->elem, which == VIDMM_SWZ_LINEAR_PAIRS ? "pair walk" : "strips",
+              (unsigned)m->s->layout.tiling, m->elem, which == VIDMM_SWZ_LINEAR_PAIRS  ? "pair walk"
+              : which == VIDMM_SWZ_LINEAR_LONG ? "long-row walk"
+                                               : "strips",
               answer_names[win], sc->linear_bytes >> 10, (double)(now_ns() - start) * 1e-6,
               (double)best[VIDMM_SWZ_ANSWER_ORDINARY] * 1e-3,
               cand[VIDMM_SWZ_ANSWER_STREAM] ? (double)best[VIDMM_SWZ_ANSWER_STREAM] * 1e-3 : 0.0, tiles,
@@ -571,7 +573,7 @@ static int slr_forced(void)
 unsigned vidmm_swz_linear_policy(const struct vidmm_swz_mip *m, enum vidmm_backend backend,
                                  enum vidmm_swz_linear which, bool strips_nt)
 {
-    const unsigned guess = which == VIDMM_SWZ_LINEAR_PAIRS && vidmm_arch_stream_linear_rows()
+    const unsigned guess = which != VIDMM_SWZ_LINEAR_STRIPS && vidmm_arch_stream_linear_rows()
                                ? VIDMM_SWZ_ANSWER_STREAM : VIDMM_SWZ_ANSWER_ORDINARY;
     const int forced = slr_forced();
     if (forced != 0)

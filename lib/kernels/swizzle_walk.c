@@ -621,7 +621,8 @@ static inline __attribute__((always_inline)) bool long_rows_body(const struct vi
                                                                   const struct vidmm_box *b, unsigned char *tiled,
                                                                   unsigned char *linear, size_t row_pitch,
                                                                   size_t slice_pitch, enum dir dir,
-                                                                  const struct vidmm_kernel_ops *ops, bool grouped)
+                                                                  const struct vidmm_kernel_ops *ops, bool grouped,
+                                                                  bool nt)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const unsigned tw = t->tw_log2;
@@ -657,13 +658,24 @@ static inline __attribute__((always_inline)) bool long_rows_body(const struct vi
             if (r1 > y1)
                 r1 = y1;
             unsigned char *lband = lslice + (size_t)(r0 - b->y) * row_pitch;
+            /* Streaming stores where the destination's lines are whole and aligned: the tile
+             * side always is (tiles are 4 KiB, the buffer's alignment was checked); the linear
+             * rows when the band and the pitch are. */
+            const bool snt = nt && (dir == TILE || (((uintptr_t)lband | row_pitch) & 63) == 0);
             for (uint64_t tx = a0; tx < a1;) {
                 const uint64_t base = t->tile_base(m, tx, ty, z);
                 uint64_t n = a1 - tx < LONG_ROW_TILES ? a1 - tx : LONG_ROW_TILES;
                 if (n > 1 && t->tile_base(m, tx + n - 1, ty, z) - base != (n - 1) * tbytes)
                     n = 1; /* not side by side: a tile at a time */
-                long_runs(t, tiled + base, lband + ((tx - a0) << tw), row_pitch, zoff, xo, (unsigned)n,
-                          t->yo + (r0 & th_mask), r1 - r0, dir, ops);
+                unsigned char *tb = tiled + base, *lb = lband + ((tx - a0) << tw);
+                if (snt && dir == TILE)
+                    ops->swz_runs64_nt(tb, lb, row_pitch, xo, t->yo + (r0 & th_mask), zoff, (unsigned)n, r1 - r0,
+                                       1u << t->run_log2);
+                else if (snt)
+                    ops->unswz_runs64_nt(tb, lb, row_pitch, xo, t->yo + (r0 & th_mask), zoff, (unsigned)n, r1 - r0,
+                                         1u << t->run_log2);
+                else
+                    long_runs(t, tb, lb, row_pitch, zoff, xo, (unsigned)n, t->yo + (r0 & th_mask), r1 - r0, dir, ops);
                 tx += n;
             }
         }
@@ -678,27 +690,31 @@ static inline __attribute__((always_inline)) bool long_rows_body(const struct vi
 static __attribute__((noinline)) bool copy_long_rows_tile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                                                           unsigned char *tiled, unsigned char *linear,
                                                           size_t row_pitch, size_t slice_pitch,
-                                                          const struct vidmm_kernel_ops *ops, bool grouped)
+                                                          const struct vidmm_kernel_ops *ops, bool grouped, bool nt)
 {
-    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, TILE, ops, grouped);
+    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, TILE, ops, grouped, nt);
 }
 
 static __attribute__((noinline)) bool copy_long_rows_untile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                                                             unsigned char *tiled, unsigned char *linear,
                                                             size_t row_pitch, size_t slice_pitch,
-                                                            const struct vidmm_kernel_ops *ops, bool grouped)
+                                                            const struct vidmm_kernel_ops *ops, bool grouped, bool nt)
 {
-    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, ops, grouped);
+    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, ops, grouped, nt);
 }
 
 static inline __attribute__((always_inline)) bool copy_long_rows(const struct vidmm_swz_mip *m,
                                                                   const struct vidmm_box *b, unsigned char *tiled,
                                                                   unsigned char *linear, size_t row_pitch,
                                                                   size_t slice_pitch, enum dir dir,
-                                                                  const struct vidmm_kernel_ops *ops, bool grouped)
+                                                                  const struct vidmm_kernel_ops *ops, bool grouped,
+                                                                  bool nt)
 {
-    return dir == TILE ? copy_long_rows_tile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped)
-                       : copy_long_rows_untile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped);
+    const bool done = dir == TILE ? copy_long_rows_tile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped, nt)
+                                  : copy_long_rows_untile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped, nt);
+    if (nt && done)
+        vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
+    return done;
 }
 
 /* build_inverse() fills inv[g] = (row << 6) | run for every 16-byte granule g of a whole tile,
@@ -760,6 +776,7 @@ struct walk_choice {
     bool stream;                        /* streaming loads of whole tiles */
     bool grouped;                       /* tiles grouped per kernel call (no streaming stores) */
     bool pairs_nt;                      /* grouped, with the streaming pair kernels */
+    bool long_nt;                       /* the long-row walk with streaming stores (long_rows_nt()) */
     const struct vidmm_kernel_ops *ops;
 };
 
@@ -916,6 +933,21 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     w->pairs_nt = pairs_nt;
 }
 
+/* tuned_stream_bytes() is the size a copy of 'stream_bytes' is walked as under override 'tune'
+ * (its side of the streaming threshold). */
+static uint64_t tuned_stream_bytes(const struct vidmm_swz_tune *tune, enum vidmm_strategy strategy,
+                                   uint64_t stream_bytes)
+{
+    if (tune != NULL && tune->big != VIDMM_SWZ_TUNE_AS && strategy == VIDMM_STRATEGY_AUTO) {
+        const uint64_t thr = vidmm_nt_threshold() > 0 ? vidmm_nt_threshold() : 1;
+        if (tune->big == VIDMM_SWZ_TUNE_ON && stream_bytes < thr)
+            return thr;
+        if (tune->big == VIDMM_SWZ_TUNE_OFF && stream_bytes >= thr)
+            return thr - 1;
+    }
+    return stream_bytes;
+}
+
 /* apply_tune() is choose_walk() under a measured override (struct vidmm_swz_tune, chosen by
  * lib/kernels/swizzle_tune.c): the store side of the streaming threshold, then the strip walk,
  * the tile groups and the streaming pair walk each as asked, but only where the kernels and the
@@ -930,13 +962,7 @@ static inline __attribute__((always_inline)) void apply_tune(const struct vidmm_
                                                              const struct vidmm_swz_tune *tune,
                                                              struct walk_choice *w)
 {
-    if (tune->big != VIDMM_SWZ_TUNE_AS && strategy == VIDMM_STRATEGY_AUTO) {
-        const uint64_t thr = vidmm_nt_threshold() > 0 ? vidmm_nt_threshold() : 1;
-        if (tune->big == VIDMM_SWZ_TUNE_ON && stream_bytes < thr)
-            stream_bytes = thr;
-        else if (tune->big == VIDMM_SWZ_TUNE_OFF && stream_bytes >= thr)
-            stream_bytes = thr - 1;
-    }
+    stream_bytes = tuned_stream_bytes(tune, strategy, stream_bytes);
     choose_walk(m, dir, backend, strategy, stream_bytes, tiled_addr, inv, w);
     const struct vidmm_kernel_ops *ops = w->ops;
     if (w->reference)
@@ -1016,14 +1042,45 @@ static inline __attribute__((always_inline)) void run_walk(const struct walk_cho
 /* long_rows_apply() tells whether copy_long_rows() may take box 'b' with walk 'w' (long_rows_try()
  * and run_copy_tuned(); not in run_walk() or run_copy(), whose inlined walks the test and call
  * cost other layouts' 64x64 boxes 0.3-0.4% more instructions, Callgrind). */
+static inline __attribute__((always_inline)) bool long_rows_walk(const struct walk_choice *w,
+                                                                 const struct vidmm_swz_mip *m)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    return !w->reference && t->tile_base != NULL && t->run_log2 >= 6 && t->run_log2 == t->tw_log2 &&
+           t->tw_log2 <= 12 && w->nt_walk == NT_NONE && !w->stream && !w->pairs_nt && w->strip_walk == STRIPS_NONE;
+}
+
 static inline __attribute__((always_inline)) bool long_rows_apply(const struct walk_choice *w,
                                                                   const struct vidmm_swz_mip *m,
                                                                   const struct vidmm_box *b)
 {
-    const struct vidmm_swz_tiles *t = &m->tiles;
-    return !w->reference && t->tile_base != NULL && t->run_log2 >= 6 && w->nt_walk == NT_NONE && !w->stream &&
-           !w->pairs_nt && w->strip_walk == STRIPS_NONE &&
-           (uint64_t)b->width * m->elem >= (2ull << t->tw_log2);
+    return long_rows_walk(w, m) && (uint64_t)b->width * m->elem >= (2ull << m->tiles.tw_log2);
+}
+
+/* long_rows_nt() tells whether the long-row walk (a layout whose run is a whole tile row, Intel
+ * X) writes its destination with streaming stores: under 'tune' (its pairs_nt, the streaming
+ * walk of the layout) when it says, else for a copy beyond the streaming threshold (AUTO) or
+ * asked NONTEMPORAL - a swizzle's tile rows always (each 512-byte row is 8 whole lines written
+ * in order, where the 16-byte gather of swz_tile16_nt had gained nothing), a deswizzle's linear
+ * rows as this kind of copy measured (vidmm_swz_linear_policy(), VIDMM_SWZ_LINEAR_LONG).
+ * 8192 x 8192 bytes (64 MiB), ordinary stores -> streaming (Zen 4, 2026-12-02, bench_swizzle_tune
+ * 5 64 intel_x, medians of 5, quiet): swizzle 7.4-8.9 -> 3.5-3.7 ms, deswizzle 7.4-8.5 -> 4.9-5.9.
+ * 'tiled_addr' is the tiled buffer's address: a swizzle streams only into an aligned one. */
+static __attribute__((noinline)) bool long_rows_nt(const struct vidmm_swz_mip *m, enum dir dir,
+                                                   const struct vidmm_kernel_ops *ops, enum vidmm_strategy strategy,
+                                                   uint64_t stream_bytes, uintptr_t tiled_addr,
+                                                   const struct vidmm_swz_tune *tune)
+{
+    if (dir == TILE ? ops->swz_runs64_nt == NULL || (tiled_addr & 63) != 0 : ops->unswz_runs64_nt == NULL)
+        return false;
+    if (tune != NULL && tune->pairs_nt != VIDMM_SWZ_TUNE_AS)
+        return tune->pairs_nt == VIDMM_SWZ_TUNE_ON;
+    if (strategy == VIDMM_STRATEGY_NONTEMPORAL)
+        return true;
+    if (strategy != VIDMM_STRATEGY_AUTO || tuned_stream_bytes(tune, strategy, stream_bytes) < vidmm_nt_threshold())
+        return false;
+    return dir == TILE ||
+           vidmm_swz_linear_policy(m, ops->backend, VIDMM_SWZ_LINEAR_LONG, false) == VIDMM_SWZ_ANSWER_STREAM;
 }
 
 /* run_copy() copies with the walk choose_walk() picks. */
@@ -1050,8 +1107,9 @@ static __attribute__((noinline)) void run_copy_tuned(const struct vidmm_swz_mip 
     struct walk_choice w;
 
     apply_tune(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, tune, &w);
-    if (m->tiles.run_log2 == m->tiles.tw_log2 && long_rows_apply(&w, m, b) &&
-        copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops, w.grouped))
+    if (long_rows_apply(&w, m, b) &&
+        copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops, w.grouped,
+                       long_rows_nt(m, dir, w.ops, strategy, stream_bytes, (uintptr_t)tiled, tune)))
         return;
     run_walk(&w, m, b, tiled, linear, row_pitch, slice_pitch, dir, inv);
 }
@@ -1069,10 +1127,11 @@ static __attribute__((noinline)) bool long_rows_try(const struct vidmm_swz_mip *
 {
     uint16_t inv[INV_MAX];
     struct walk_choice w;
-    choose_walk(m, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
+    const enum dir d = dir == VIDMM_SWZ_TILE ? TILE : UNTILE;
+    choose_walk(m, d, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
     return long_rows_apply(&w, m, b) &&
-           copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, w.ops,
-                          w.grouped);
+           copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, d, w.ops, w.grouped,
+                          long_rows_nt(m, d, w.ops, strategy, stream_bytes, (uintptr_t)tiled, NULL));
 }
 
 void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled,
@@ -1104,7 +1163,7 @@ static enum vidmm_swz_walk walk_name(const struct walk_choice *w, enum dir dir)
         return VIDMM_SWZ_WALK_STRIPS_NT;
     if (w->strip_walk == STRIPS_CACHED)
         return VIDMM_SWZ_WALK_STRIPS;
-    if (w->pairs_nt)
+    if (w->pairs_nt || w->long_nt)
         return dir == TILE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES_NT_LINEAR;
     return w->nt_walk != NT_NONE ? VIDMM_SWZ_WALK_TILES_NT : VIDMM_SWZ_WALK_TILES;
 }
@@ -1116,8 +1175,10 @@ enum vidmm_swz_walk vidmm_swz_walk_of(const struct vidmm_swz_mip *m, enum vidmm_
     uint16_t inv[INV_MAX];
     struct walk_choice w;
 
-    choose_walk(m, dir == VIDMM_SWZ_TILE ? TILE : UNTILE, backend, strategy, stream_bytes, 0, inv, &w);
-    return walk_name(&w, dir == VIDMM_SWZ_TILE ? TILE : UNTILE);
+    const enum dir d = dir == VIDMM_SWZ_TILE ? TILE : UNTILE;
+    choose_walk(m, d, backend, strategy, stream_bytes, 0, inv, &w);
+    w.long_nt = long_rows_walk(&w, m) && long_rows_nt(m, d, w.ops, strategy, stream_bytes, 0, NULL);
+    return walk_name(&w, d);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1144,6 +1205,7 @@ enum vidmm_swz_walk vidmm_swz_walk_of_tuned(const struct vidmm_swz_mip *m, enum 
     const enum dir d = dir == VIDMM_SWZ_TILE ? TILE : UNTILE;
 
     apply_tune(m, d, backend, strategy, stream_bytes, 0, inv, tune, &w);
+    w.long_nt = long_rows_walk(&w, m) && long_rows_nt(m, d, w.ops, strategy, stream_bytes, 0, tune);
     return walk_name(&w, d);
 }
 
@@ -1159,7 +1221,7 @@ static bool same_walk(const struct vidmm_swz_mip *m, const struct walk_choice *a
     const bool ga = groups && a->grouped && a->nt_walk == NT_NONE && !a->stream;
     const bool gb = groups && b->grouped && b->nt_walk == NT_NONE && !b->stream;
     return a->reference == b->reference && a->nt_walk == b->nt_walk && a->strip_walk == b->strip_walk &&
-           a->stream == b->stream && a->pairs_nt == b->pairs_nt && ga == gb;
+           a->stream == b->stream && a->pairs_nt == b->pairs_nt && a->long_nt == b->long_nt && ga == gb;
 }
 
 unsigned vidmm_swz_tune_candidates(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir, enum vidmm_backend backend,
@@ -1185,6 +1247,7 @@ unsigned vidmm_swz_tune_candidates(const struct vidmm_swz_mip *m, enum vidmm_swz
                     const struct vidmm_swz_tune c = { bigs[i], strips[j], tri[k], tri[q] };
                     struct walk_choice w;
                     apply_tune(m, d, backend, strategy, stream_bytes, 0, inv, &c, &w);
+                    w.long_nt = long_rows_walk(&w, m) && long_rows_nt(m, d, w.ops, strategy, stream_bytes, 0, &c);
                     unsigned s = 0;
                     while (s < n && !same_walk(m, &seen[s], &w))
                         s++;

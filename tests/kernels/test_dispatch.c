@@ -728,13 +728,14 @@ Test(cpu_info, sizes_and_store_policy)
  * every case what vidmm_cpu_info() reports is what a large block-linear deswizzle does.
  * ------------------------------------------------------------------------------------------- */
 
-/* The walk a whole-surface deswizzle of a 4 MiB surface (above a 1 MiB streaming threshold)
- * takes with 'backend': 1024^2 x 4-byte block-linear, or 2048^2 bytes of Intel Y. */
-static enum vidmm_swizzle_walk big_deswizzle_walk(enum vidmm_tiling tiling, enum vidmm_backend backend)
+/* The walk a whole-surface deswizzle (or swizzle: big_walk()) of a 4 MiB surface (above a 1 MiB
+ * streaming threshold) takes with 'backend': 1024^2 x 4-byte block-linear, or 2048^2 bytes of
+ * Intel Y or Intel X. */
+static enum vidmm_swizzle_walk big_walk(enum vidmm_tiling tiling, enum vidmm_backend backend, bool swizzle)
 {
     struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(tiling);
     struct vidmm_surface_desc d = { sizeof(d), 1024, 1024, 1, 4, 1, 1, 1, 1 };
-    if (tiling == VIDMM_TILING_INTEL_Y) {
+    if (tiling == VIDMM_TILING_INTEL_Y || tiling == VIDMM_TILING_INTEL_X) {
         d.width = d.height = 2048;
         d.element_bytes = 1;
     }
@@ -745,7 +746,12 @@ static enum vidmm_swizzle_walk big_deswizzle_walk(enum vidmm_tiling tiling, enum
     cr_assert_eq(vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, &o, &p), 0);
     cr_assert_eq(vidmm_swizzle_plan_info(p, &in), 0);
     vidmm_swizzle_plan_destroy(p);
-    return in.deswizzle_walk;
+    return swizzle ? in.swizzle_walk : in.deswizzle_walk;
+}
+
+static enum vidmm_swizzle_walk big_deswizzle_walk(enum vidmm_tiling tiling, enum vidmm_backend backend)
+{
+    return big_walk(tiling, backend, false);
 }
 
 static bool policy_streams(void)
@@ -774,10 +780,15 @@ Test(store_policy, forced_on_and_off)
     cr_expect(policy_streams(), "VIDMM_STREAM_LINEAR_ROWS=on: policy clear");
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_BLOCK_LINEAR, b), VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR);
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_Y, b), VIDMM_SWIZZLE_WALK_STRIPS_NT);
+    cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_X, b), VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR);
+    /* A large Intel X swizzle streams its tile rows whatever the linear-row policy says. */
+    cr_expect_eq(big_walk(VIDMM_TILING_INTEL_X, b, true), VIDMM_SWIZZLE_WALK_TILES_NT);
     /* Below the threshold the policy does not apply. */
     cr_assert_eq(vidmm_option_set(VIDMM_OPT_NT_THRESHOLD, 64 << 20), 0);
     vidmm_kernels_reset();
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_BLOCK_LINEAR, b), VIDMM_SWIZZLE_WALK_TILES, "a copy below the threshold streamed");
+    cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_X, b), VIDMM_SWIZZLE_WALK_TILES, "Intel X below the threshold streamed");
+    cr_expect_eq(big_walk(VIDMM_TILING_INTEL_X, b, true), VIDMM_SWIZZLE_WALK_TILES, "Intel X below the threshold streamed");
 
     cr_assert_eq(vidmm_option_set(VIDMM_OPT_NT_THRESHOLD, 1 << 20), 0);
     cr_assert_eq(vidmm_option_set_string(VIDMM_OPT_STREAM_LINEAR_ROWS, "off"), 0);
@@ -785,6 +796,8 @@ Test(store_policy, forced_on_and_off)
     cr_expect(!policy_streams(), "VIDMM_STREAM_LINEAR_ROWS=off: policy set");
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_BLOCK_LINEAR, b), VIDMM_SWIZZLE_WALK_TILES);
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_Y, b), VIDMM_SWIZZLE_WALK_STRIPS);
+    cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_X, b), VIDMM_SWIZZLE_WALK_TILES);
+    cr_expect_eq(big_walk(VIDMM_TILING_INTEL_X, b, true), VIDMM_SWIZZLE_WALK_TILES_NT);
 }
 
 /* VIDMM_CALIBRATE=0: the CPU kind's guess (Intel streams), nothing measured (no log line). */
@@ -803,6 +816,8 @@ Test(store_policy, uncalibrated_is_the_guess)
     cr_expect_eq(policy_streams(), intel, "vendor %s", info.vendor);
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_BLOCK_LINEAR, b), intel ? VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR : VIDMM_SWIZZLE_WALK_TILES);
     cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_Y, b), VIDMM_SWIZZLE_WALK_STRIPS, "the strips' guess is ordinary stores");
+    cr_expect_eq(big_deswizzle_walk(VIDMM_TILING_INTEL_X, b), intel ? VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR : VIDMM_SWIZZLE_WALK_TILES,
+                 "the long-row walk's guess is the CPU kind's");
     vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
 }
 
@@ -901,9 +916,17 @@ Test(store_policy, measured_once_per_kind_and_followed)
     (void)big_deswizzle_walk(VIDMM_TILING_INTEL_Y, b);
     cr_expect_eq(pl.lines, 2, "Intel Y measured again without a reset");
 
+    const enum vidmm_swizzle_walk wx = big_deswizzle_walk(VIDMM_TILING_INTEL_X, b);
+    cr_assert_eq(pl.lines, 3, "Intel X: %d measurements in all", pl.lines);
+    cr_assert(strstr(pl.text[2], "long-row walk") != NULL, "\"%s\"", pl.text[2]);
+    const int xa = check_rule(pl.text[2]);
+    cr_assert_neq(xa, 2, "the long-row walk has no tile-walk answer: \"%s\"", pl.text[2]);
+    cr_expect_eq(wx, xa == 1 ? VIDMM_SWIZZLE_WALK_TILES_NT_LINEAR : VIDMM_SWIZZLE_WALK_TILES,
+                 "Intel X took walk %d against the measured answer %d", wx, xa);
+
     vidmm_kernels_reset();
     (void)big_deswizzle_walk(VIDMM_TILING_BLOCK_LINEAR, b);
-    cr_expect_eq(pl.lines, 3, "vidmm_kernels_reset() did not forget the measurements");
+    cr_expect_eq(pl.lines, 4, "vidmm_kernels_reset() did not forget the measurements");
     vidmm_set_log_fn(NULL, NULL, VIDMM_LOG_WARN);
 }
 

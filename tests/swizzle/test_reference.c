@@ -1333,31 +1333,48 @@ T_FOR_EACH_BACKEND(STRIP_TEST)
  * one group (64 blocks), a group and a remainder, fewer blocks than a group, one block; block
  * heights from 1 to 16 GOBs, a 3D surface, 16-byte elements; the linear rows 64-byte aligned (the
  * streaming deswizzle) and 16 bytes off (ordinary stores instead), a box inside the surface.
+ * The same for the long-row walk's streaming stores (swizzle_walk.c copy_long_rows(): swz_runs64_nt
+ * into Intel X's 512-byte tile rows, unswz_runs64_nt into the linear rows): Intel X surfaces of 32
+ * tiles a row and more (one kernel call per 32), fewer, not a whole number of tiles, the bit-6
+ * swizzle (64-byte runs), rows aligned and not, a box with partial tile columns at both sides.
  * ------------------------------------------------------------------------------------------- */
 struct pair_nt_case {
     const char *name;
     uint32_t width, height, depth, elem;
     size_t pitch_slack, lin_offset;
+    enum vidmm_tiling tiling;
+    uint32_t flags;
 };
 
 static void pair_streams_on(enum vidmm_backend backend)
 {
     t_require_backend(backend);
     static const struct pair_nt_case cases[] = {
-        { "one_group", 1024, 128, 1, 4, 0, 0 },
-        { "group_and_rest", 1024 + 16 * 5, 64, 1, 4, 64, 0 },
-        { "few_blocks", 16 * 3, 40, 1, 4, 0, 0 },
-        { "one_block", 16, 16, 1, 4, 128, 0 },
-        { "elem16", 256, 32, 1, 16, 0, 0 },
-        { "deep", 256, 32, 12, 4, 0, 0 },
-        { "unaligned_rows", 1024, 64, 1, 4, 16, 0 },
-        { "unaligned_base", 512, 64, 1, 4, 0, 16 },
+        { "one_group", 1024, 128, 1, 4, 0, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "group_and_rest", 1024 + 16 * 5, 64, 1, 4, 64, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "few_blocks", 16 * 3, 40, 1, 4, 0, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "one_block", 16, 16, 1, 4, 128, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "elem16", 256, 32, 1, 16, 0, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "deep", 256, 32, 12, 4, 0, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "unaligned_rows", 1024, 64, 1, 4, 16, 0, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        { "unaligned_base", 512, 64, 1, 4, 0, 16, VIDMM_TILING_BLOCK_LINEAR, 0 },
+        /* Intel X, widths in bytes (1-byte elements) and in 4-byte elements. */
+        { "x_wide", 512 * 40, 24, 1, 1, 0, 0, VIDMM_TILING_INTEL_X, 0 },
+        { "x_32", 512 * 32 / 4, 16, 1, 4, 0, 0, VIDMM_TILING_INTEL_X, 0 },
+        { "x_few", 512 * 3, 40, 1, 1, 64, 0, VIDMM_TILING_INTEL_X, 0 },
+        { "x_ragged", 512 * 5 + 96, 20, 1, 1, 0, 0, VIDMM_TILING_INTEL_X, 0 },
+        { "x_bit6", 512 * 36 / 4, 16, 1, 4, 0, 0, VIDMM_TILING_INTEL_X, VIDMM_TILING_FLAG_BIT6 },
+        { "x_unaligned_rows", 512 * 8, 16, 1, 1, 16, 0, VIDMM_TILING_INTEL_X, 0 },
+        { "x_unaligned_base", 512 * 8, 16, 1, 1, 0, 16, VIDMM_TILING_INTEL_X, 0 },
+        { "x_elem16", 512 * 34 / 16, 8, 1, 16, 0, 0, VIDMM_TILING_INTEL_X, 0 },
     };
     struct t_rng r;
     t_rng_init(&r, 0x9a17);
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const struct pair_nt_case *pc = &cases[k];
-        struct vidmm_tile_layout layout = VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
+        struct vidmm_tile_layout layout =
+            VIDMM_TILE_LAYOUT_INIT(pc->tiling);
+        layout.flags = pc->flags;
         struct vidmm_surface_desc surf;
         memset(&surf, 0, sizeof(surf));
         surf.size = sizeof(surf);

@@ -478,11 +478,13 @@ static void unswz_pairs16(const unsigned char *src, unsigned char *lin, size_t r
 }
 
 /* swz_runs64 / unswz_runs64 (kernel_ops.h): runs of 'run' bytes (a multiple of 64), each moved
- * as whole vectors; one call per tile part instead of a C library call per run. */
+ * as whole vectors; one call per tile part instead of a C library call per run. With 'nt'
+ * (swz_runs64_nt / unswz_runs64_nt) the destination's lines take streaming stores: each run is
+ * whole lines written in order, so every write-combining buffer fills before the next opens. */
 static inline __attribute__((always_inline)) void runs64_body(unsigned char *tile, unsigned char *lin,
                                                               size_t row_pitch, const uint32_t *xo,
                                                               const uint32_t *yo, uint32_t zoff, unsigned ncols,
-                                                              unsigned nrows, unsigned run, bool untile)
+                                                              unsigned nrows, unsigned run, bool untile, bool nt)
 {
     for (unsigned r = 0; r < nrows; r++) {
         const uint32_t yoff = yo[r] ^ zoff;
@@ -495,8 +497,12 @@ static inline __attribute__((always_inline)) void runs64_body(unsigned char *til
                 VEC v[PER_LINE];
                 for (unsigned i = 0; i < PER_LINE; i++)
                     v[i] = LOADU(src + k + i * VL);
-                for (unsigned i = 0; i < PER_LINE; i++)
-                    STOREU(d + k + i * VL, v[i]);
+                for (unsigned i = 0; i < PER_LINE; i++) {
+                    if (nt)
+                        STREAM(d + k + i * VL, v[i]);
+                    else
+                        STOREU(d + k + i * VL, v[i]);
+                }
             }
         }
     }
@@ -507,9 +513,9 @@ static void swz_runs64(unsigned char *tile, const unsigned char *src, size_t row
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
     if (run == 512) /* Intel X */
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false);
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false, false);
     else
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false);
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false, false);
 }
 
 static void unswz_runs64(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
@@ -517,9 +523,29 @@ static void unswz_runs64(const unsigned char *src, unsigned char *lin, size_t ro
 {
     unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
     if (run == 512)
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true);
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true, false);
     else
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true);
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true, false);
+}
+
+static void swz_runs64_nt(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
+                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
+{
+    unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (run == 512)
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false, true);
+    else
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false, true);
+}
+
+static void unswz_runs64_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
+{
+    unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    if (run == 512)
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true, true);
+    else
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true, true);
 }
 
 /* swz_pairs16_nt / unswz_pairs16_nt (kernel_ops.h): the same walks with streaming stores, to
@@ -961,6 +987,8 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .swz_pairs16_nt = swz_pairs16_nt,
     .swz_runs64 = swz_runs64,
     .unswz_runs64 = unswz_runs64,
+    .swz_runs64_nt = swz_runs64_nt,
+    .unswz_runs64_nt = unswz_runs64_nt,
     .unswz_pairs16_nt = unswz_pairs16_nt,
     .swz_quads8 = swz_quads8,
     .unswz_quads8 = unswz_quads8,
