@@ -698,7 +698,16 @@ static void unswz_quads8(const unsigned char *src, unsigned char *lin, size_t ro
  * register. Swizzling builds each line from the four rows (two 32-byte lane permutes per pair of
  * runs) and writes it whole; deswizzling reads the lines of runs c .. c + 3 whole and writes 64
  * bytes of each of the four rows (cols then a multiple of 4). 'nt': streaming stores ('lin' and
- * 'row_pitch' 32-byte aligned when deswizzling). Every line is 64-byte aligned. */
+ * 'row_pitch' 32-byte aligned when deswizzling). Every line is 64-byte aligned.
+ * A deswizzle reads each tile's lines a quad at a time, 4 KiB to 64 KiB apart in no order the
+ * hardware prefetchers follow; the streaming one (copies beyond the cache, or asked) asks for the
+ * next quad's lines into L2 as it reads this quad's (one prefetcht1 a line, a quad ahead: the
+ * whole strip's width of work before use). Not the cached one: in the cache it gained nothing
+ * and cost 13-37% more instructions (Callgrind, tools/bench_gate.sh).
+ * 64 MiB deswizzles, the same process alternating (Zen 4, 2026-12-02, medians of 9-11, a busy
+ * machine): D3D 64 KB 4 B 10.5-13.9 -> 6.2-6.8 ms, 16 B 9.6 -> 7.6; D3D 4 KB 6.8 -> 6.1; Intel Y
+ * 7.0-10.0 -> 5.7-9.7; Tile4 7.7-11.3 -> 6.2-9.4; prefetcht0 gained less (9.7-13.0), prefetchnta
+ * nothing, two or three quads ahead less than one. 4 MiB and 256 KiB (in the cache): unchanged. */
 static inline __attribute__((always_inline)) void strip16_body(unsigned char *tiled, unsigned char *lin,
                                                                size_t row_pitch, const uint32_t *tbase,
                                                                unsigned ntile, const uint32_t *xo, unsigned cols,
@@ -709,6 +718,8 @@ static inline __attribute__((always_inline)) void strip16_body(unsigned char *ti
 
     for (unsigned q = 0; q < nquads; q++) {
         const uint32_t yoff = yo[4 * q] ^ zoff;
+        /* Deswizzling, the next quad's line of a run is at its line here ^ ny (0: the last). */
+        const uint32_t ny = untile && nt && q + 1 < nquads ? yo[4 * q + 4] ^ yo[4 * q] : 0;
         for (unsigned c = 0; c < cols; c++)
             xy[c] = xo[c] ^ yoff;
         unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch, *l3 = l2 + row_pitch;
@@ -740,6 +751,10 @@ static inline __attribute__((always_inline)) void strip16_body(unsigned char *ti
             } else {
                 for (unsigned c = 0; c + 4 <= cols; c += 4) {
                     const size_t o = lo + 16 * c;
+                    /* The next quad's four lines of these runs, into L2 (prefetcht1); see above. */
+                    if (ny != 0)
+                        for (unsigned k = 0; k < 4; k++)
+                            __builtin_prefetch(tb + (xy[c + k] ^ ny), 0, 2);
 #if VL >= 32
                     const unsigned char *t0 = tb + xy[c], *t1 = tb + xy[c + 1], *t2 = tb + xy[c + 2], *t3 = tb + xy[c + 3];
                     __m256i a0 = _mm256_load_si256((const __m256i *)(const void *)t0);
