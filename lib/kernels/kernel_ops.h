@@ -123,10 +123,10 @@ struct vidmm_kernel_ops {
     vidmm_swz_strip_fn swz_strip16, swz_strip16_nt;
     vidmm_unswz_strip_fn unswz_strip16, unswz_strip16_nt;
     /* The same strips for the Morton quad layout (swz_qlines8_nt above): 'cols' 8-byte runs a
-     * tile, a multiple of 4, 8 * cols linear bytes each. Ordinary stores. NULL in the scalar
-     * table. */
+     * tile, a multiple of 4, 8 * cols linear bytes each. unswz_qstrip8_nt writes the linear rows
+     * with streaming stores (as unswz_strip16_nt). NULL in the scalar table. */
     vidmm_swz_strip_fn swz_qstrip8, swz_qstrip8_nt;
-    vidmm_unswz_strip_fn unswz_qstrip8;
+    vidmm_unswz_strip_fn unswz_qstrip8, unswz_qstrip8_nt;
 };
 
 extern const struct vidmm_kernel_ops vidmm_ops_scalar;

@@ -74,4 +74,5 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .unswz_strip16_nt = NULL,
     .swz_qstrip8 = NULL,
     .unswz_qstrip8 = NULL,
+    .unswz_qstrip8_nt = NULL,
 };

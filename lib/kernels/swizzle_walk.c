@@ -403,7 +403,8 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
 
     const bool quads = t->quad8; /* Morton's 8-byte runs (else the 16-byte runs of a pair layout) */
     if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 ||
-        cols > VIDMM_SWZ_MAX_XRUNS || ((dir == UNTILE || quads) && cols % 4 != 0) || (nt && quads && dir == UNTILE) ||
+        cols > VIDMM_SWZ_MAX_XRUNS || ((dir == UNTILE || quads) && cols % 4 != 0) ||
+        (nt && quads && dir == UNTILE && ops->unswz_qstrip8_nt == NULL) ||
         (nt && dir == UNTILE && (((uintptr_t)lband | row_pitch) & 31) != 0))
         return false;
     for (uint64_t cx = x0; cx < x1;) {
@@ -428,7 +429,8 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
             (nt ? ops->swz_qstrip8_nt : ops->swz_qstrip8)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
                                                           t->yo + row0, zoff, nrows / 4);
         else if (quads)
-            ops->unswz_qstrip8(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols, t->yo + row0, zoff, nrows / 4);
+            (nt ? ops->unswz_qstrip8_nt : ops->unswz_qstrip8)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
+                                                             t->yo + row0, zoff, nrows / 4);
         else if (dir == TILE)
             (nt ? ops->swz_strip16_nt : ops->swz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
                                                           t->yo + row0, zoff, nrows / 4);
@@ -789,7 +791,7 @@ struct walk_choice {
 static __attribute__((noinline)) enum strip_walk big_untile_strips(const struct vidmm_swz_mip *m,
                                                                    const struct vidmm_kernel_ops *ops, bool strip16)
 {
-    const bool nt = strip16 && ops->unswz_strip16_nt != NULL;
+    const bool nt = strip16 ? ops->unswz_strip16_nt != NULL : ops->unswz_qstrip8_nt != NULL;
     switch (vidmm_swz_linear_policy(m, ops->backend, VIDMM_SWZ_LINEAR_STRIPS, nt)) {
     case VIDMM_SWZ_ANSWER_STREAM: return nt ? STRIPS_NT : STRIPS_CACHED;
     case VIDMM_SWZ_ANSWER_TILES: return STRIPS_NONE;
@@ -891,7 +893,8 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     enum strip_walk strip_walk = STRIPS_NONE;
     const bool strip16 = t->lines && t->pair16 && ops->swz_strip16 != NULL && ops->unswz_strip16 != NULL;
     const bool qstrip8 = t->lines && t->quad8 && ops->swz_qstrip8 != NULL && ops->unswz_qstrip8 != NULL;
-    if (!stream && dir == UNTILE && strip16 && strategy == VIDMM_STRATEGY_NONTEMPORAL && ops->unswz_strip16_nt != NULL)
+    if (!stream && dir == UNTILE && strategy == VIDMM_STRATEGY_NONTEMPORAL &&
+        ((strip16 && ops->unswz_strip16_nt != NULL) || (qstrip8 && ops->unswz_qstrip8_nt != NULL)))
         strip_walk = STRIPS_NT;
     else if (dir == TILE && (nt_walk == NT_LINES16 || nt_walk == NT_QLINES8) && (strip16 || qstrip8) &&
              ops->swz_strip16_nt != NULL && ops->swz_qstrip8_nt != NULL)
@@ -980,7 +983,8 @@ static inline __attribute__((always_inline)) void apply_tune(const struct vidmm_
         break;
     case VIDMM_SWZ_STRIPS_NT:
         if (dir == TILE ? (strip16 || qstrip8) && ops->swz_strip16_nt != NULL && ops->swz_qstrip8_nt != NULL
-                        : !w->stream && strip16 && ops->unswz_strip16_nt != NULL)
+                        : !w->stream && ((strip16 && ops->unswz_strip16_nt != NULL) ||
+                                         (qstrip8 && ops->unswz_qstrip8_nt != NULL)))
             w->strip_walk = STRIPS_NT;
         break;
     default:

@@ -849,6 +849,8 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
 
     for (unsigned q = 0; q < nquads; q++) {
         const uint32_t yoff = yo[4 * q] ^ zoff;
+        /* The streaming deswizzle prefetches the next quad's lines, as strip16_body(). */
+        const uint32_t ny = untile && nt && q + 1 < nquads ? yo[4 * q + 4] ^ yo[4 * q] : 0;
         for (unsigned c = 0; c < cols; c += 2)
             xy[c] = xo[c] ^ yoff;
         unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch, *l3 = l2 + row_pitch;
@@ -872,6 +874,10 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     ST256(nt, t1, _mm256_permute2x128_si256(lo1, hi1, 0x31));
                     ST256(nt, t1 + 32, _mm256_permute2x128_si256(lo2, hi2, 0x31));
                 } else {
+                    if (ny != 0) {
+                        __builtin_prefetch(tb + (xy[c] ^ ny), 0, 2);
+                        __builtin_prefetch(tb + (xy[c + 2] ^ ny), 0, 2);
+                    }
                     __m256i g0 = _mm256_load_si256((const __m256i *)(const void *)t0);
                     __m256i g1 = _mm256_load_si256((const __m256i *)(const void *)(t0 + 32));
                     __m256i h0 = _mm256_load_si256((const __m256i *)(const void *)t1);
@@ -898,6 +904,8 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     ST128(nt, t + 32, _mm_unpacklo_epi64(e, f));
                     ST128(nt, t + 48, _mm_unpackhi_epi64(e, f));
                 } else {
+                    if (ny != 0)
+                        __builtin_prefetch(tb + (xy[c] ^ ny), 0, 2);
                     __m128i v0 = _mm_load_si128((const __m128i *)(const void *)t);
                     __m128i v1 = _mm_load_si128((const __m128i *)(const void *)(t + 16));
                     __m128i v2 = _mm_load_si128((const __m128i *)(const void *)(t + 32));
@@ -941,6 +949,14 @@ static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t r
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
     QSTRIP8_DISPATCH(true, false)
+}
+
+static void unswz_qstrip8_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
+                             unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
+                             unsigned nquads)
+{
+    unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
+    QSTRIP8_DISPATCH(true, true)
 }
 #undef QSTRIP8_DISPATCH
 
@@ -1016,6 +1032,7 @@ const struct vidmm_kernel_ops OPS_NAME = {
     .unswz_strip16_nt = unswz_strip16_nt,
     .swz_qstrip8 = swz_qstrip8,
     .unswz_qstrip8 = unswz_qstrip8,
+    .unswz_qstrip8_nt = unswz_qstrip8_nt,
 };
 
 #undef LINE
