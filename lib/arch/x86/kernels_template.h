@@ -538,14 +538,26 @@ static void swz_runs64_nt(unsigned char *tile, const unsigned char *src, size_t 
         runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false, true);
 }
 
+/* The streaming deswizzle reads RUNS64_NT_READ runs (tiles) at a time, all rows, then the next
+ * ones: row r of 32 tiles (32 pages, 512 bytes each) before row r + 1 outran the hardware
+ * prefetchers. Tiles read at a time toggled in one process (Intel X 8192^2 bytes, 64 MiB
+ * deswizzle, Zen 4 under load, best of 15): 32 tiles 9.5-9.8 ms, 8 6.3-9.3, 6 6.5, 4 5.3-6.0, 2
+ * 5.6-10.3. The swizzle keeps all of them at once (8.2 ms against 14.3 at 4). */
+#define RUNS64_NT_READ 4u
 static void unswz_runs64_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                             const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
 {
     unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (run == 512)
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true, true);
-    else
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true, true);
+    for (unsigned c = 0; c < ncols; c += RUNS64_NT_READ) {
+        const unsigned n = ncols - c < RUNS64_NT_READ ? ncols - c : RUNS64_NT_READ;
+        if (run == 512 && n == RUNS64_NT_READ)
+            runs64_body(tile, lin + (size_t)512 * c, row_pitch, xo + c, yo, zoff, RUNS64_NT_READ, nrows, 512, true,
+                        true);
+        else if (run == 512)
+            runs64_body(tile, lin + (size_t)512 * c, row_pitch, xo + c, yo, zoff, n, nrows, 512, true, true);
+        else
+            runs64_body(tile, lin + (size_t)run * c, row_pitch, xo + c, yo, zoff, n, nrows, run, true, true);
+    }
 }
 
 /* swz_pairs16_nt / unswz_pairs16_nt (kernel_ops.h): the same walks with streaming stores, to
