@@ -508,35 +508,34 @@ static inline __attribute__((always_inline)) void runs64_body(unsigned char *til
     }
 }
 
+/* Intel X's 512-byte runs with a constant length, others as given. */
+#define RUNS64_DISPATCH(untile, nt)                                                        \
+    if (run == 512)                                                                       \
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, untile, nt);   \
+    else                                                                                  \
+        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, untile, nt);
+
 static void swz_runs64(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
                        const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (run == 512) /* Intel X */
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false, false);
-    else
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false, false);
+    RUNS64_DISPATCH(false, false)
 }
 
 static void unswz_runs64(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                          const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
 {
     unsigned char *tile = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (run == 512)
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, true, false);
-    else
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, true, false);
+    RUNS64_DISPATCH(true, false)
 }
 
 static void swz_runs64_nt(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
                           const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nrows, unsigned run)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (run == 512)
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, 512, false, true);
-    else
-        runs64_body(tile, lin, row_pitch, xo, yo, zoff, ncols, nrows, run, false, true);
+    RUNS64_DISPATCH(false, true)
 }
+#undef RUNS64_DISPATCH
 
 /* The streaming deswizzle reads RUNS64_NT_READ runs (tiles) at a time, all rows, then the next
  * ones: row r of 32 tiles (32 pages, 512 bytes each) before row r + 1 outran the hardware
