@@ -608,31 +608,99 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
 }
 
 /* copy_long_rows() is copy_tiles() for layouts whose run is a whole tile row (Intel X's 512-byte
- * rows, t->run_log2 == tw_log2), boxes spanning at least two whole tile columns: the tiles of a
- * tile row side by side in memory move as one wide tile, LONG_ROW_TILES at a time, in one call
- * of the backend's runs64 kernel through a table of tile offsets; the partial tile columns at the
- * box's left and right go through copy_tiles(). One kernel call per 4 KiB tile had left 12% of a
+ * rows, t->run_log2 == tw_log2): where a box spans whole tile columns, the tiles of a tile row
+ * side by side in memory move as one wide tile, LONG_ROW_TILES at a time, in one call
+ * of the backend's runs64 kernel through a table of tile offsets; narrower boxes and the partial
+ * tile columns at a wide box's left and right go through narrow_cols(). One kernel call per 4 KiB tile had left 12% of a
  * 4 MiB Intel X deswizzle in the walk around the kernel (perf: run_copy 4.5%, runs_aligned 3.5%,
  * long_runs 2.0%, tile_base 0.8%; 87-88 us against 76-77 us for the same loop inline over the
  * same tiles, Zen 4, 2026-12-01); after, 97% in the kernel, 1.04-1.05x the inline loop. Out of
  * line, tried before run_copy() (long_rows_try()): inside copy_tiles() its table and branch cost
  * the other layouts' 64x64 boxes 0.3-0.6% more instructions and Intel X's 1.6-1.9% (Callgrind).
- * Returns false (nothing copied) where the box does not qualify. */
+ * Returns false (nothing copied) where the layout does not qualify (no runs64 kernel, thick
+ * tiles). */
 #define LONG_ROW_TILES 32u
+
+/* narrow_cols() moves box 'b' of such a layout (run = tile row, no thick tiles) a tile column at
+ * a time, each row's part of the column one memcpy(): the boxes narrower than two whole tile
+ * columns and the partial columns at a wide box's edges. Through copy_tiles() each tile of such
+ * a column took its walk (about 150 instructions a tile) and part_rows() its loop around the
+ * same memcpy() (21 a row): a 64x64 box of 4-byte elements of Intel X, 256 bytes of one tile
+ * column, was 5,000 instructions against 2,200 for the same rows copied pitch-linear (Callgrind,
+ * the gate's intel_x/box64). */
+static inline __attribute__((always_inline)) void narrow_body(const struct vidmm_swz_mip *m,
+                                                               const struct vidmm_box *b, unsigned char *tiled,
+                                                               unsigned char *linear, size_t row_pitch,
+                                                               size_t slice_pitch, enum dir dir)
+{
+    const struct vidmm_swz_tiles *t = &m->tiles;
+    const unsigned tw = t->tw_log2, th = t->th_log2;
+    const uint64_t tw_mask = (1ull << tw) - 1;
+    const uint32_t th_mask = (1u << th) - 1, y1 = b->y + b->height;
+    const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
+    const uint32_t key = t->xo[0] ^ t->zo[0];
+    for (uint32_t z = b->z; z < b->z + b->depth; z++) {
+        unsigned char *lslice = linear + (size_t)(z - b->z) * slice_pitch;
+        for (uint64_t tx = x0 >> tw; tx <= (x1 - 1) >> tw; tx++) {
+            const uint64_t c0 = tx << tw > x0 ? tx << tw : x0, c1 = (tx + 1) << tw < x1 ? (tx + 1) << tw : x1;
+            const size_t n = (size_t)(c1 - c0);
+            unsigned char *l = lslice + (c0 - x0);
+            for (uint32_t ty = b->y >> th; ty <= (y1 - 1) >> th; ty++) {
+                const uint32_t r0 = ty << th > b->y ? ty << th : b->y;
+                const uint32_t r1 = (ty << th) + th_mask + 1 < y1 ? (ty << th) + th_mask + 1 : y1;
+                unsigned char *tb = tiled + t->tile_base(m, tx, ty, z) + (c0 & tw_mask);
+                for (uint32_t r = r0; r < r1; r++, l += row_pitch) {
+                    unsigned char *p = tb + (key ^ t->yo[r & th_mask]);
+                    if (dir == TILE)
+                        memcpy(p, l, n);
+                    else
+                        memcpy(l, p, n);
+                }
+            }
+        }
+    }
+}
+
+static __attribute__((noinline)) void narrow_cols_tile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                       unsigned char *tiled, unsigned char *linear, size_t row_pitch,
+                                                       size_t slice_pitch)
+{
+    narrow_body(m, b, tiled, linear, row_pitch, slice_pitch, TILE);
+}
+
+static __attribute__((noinline)) void narrow_cols_untile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                         unsigned char *tiled, unsigned char *linear,
+                                                         size_t row_pitch, size_t slice_pitch)
+{
+    narrow_body(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE);
+}
+
+static inline __attribute__((always_inline)) void narrow_cols(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
+                                                              unsigned char *tiled, unsigned char *linear,
+                                                              size_t row_pitch, size_t slice_pitch, enum dir dir)
+{
+    if (dir == TILE)
+        narrow_cols_tile(m, b, tiled, linear, row_pitch, slice_pitch);
+    else
+        narrow_cols_untile(m, b, tiled, linear, row_pitch, slice_pitch);
+}
 static inline __attribute__((always_inline)) bool long_rows_body(const struct vidmm_swz_mip *m,
                                                                   const struct vidmm_box *b, unsigned char *tiled,
                                                                   unsigned char *linear, size_t row_pitch,
                                                                   size_t slice_pitch, enum dir dir,
-                                                                  const struct vidmm_kernel_ops *ops, bool grouped,
+                                                                  const struct vidmm_kernel_ops *ops,
                                                                   bool nt)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const unsigned tw = t->tw_log2;
     const uint64_t x0 = (uint64_t)b->x * m->elem, x1 = x0 + (uint64_t)b->width * m->elem;
     const uint64_t a0 = (x0 + (1ull << tw) - 1) >> tw, a1 = x1 >> tw; /* whole tile columns [a0, a1) */
-    if (a1 < a0 + 2 || ops->swz_runs64 == NULL || t->td_log2 != 0 || tw + t->th_log2 >= 26 ||
-        ((a0 << tw) - x0) % m->elem != 0 || (x1 - (a1 << tw)) % m->elem != 0)
+    if (ops->swz_runs64 == NULL || t->td_log2 != 0 || tw + t->th_log2 >= 26)
         return false;
+    if (a1 <= a0 || ((a0 << tw) - x0) % m->elem != 0 || (x1 - (a1 << tw)) % m->elem != 0) {
+        narrow_cols(m, b, tiled, linear, row_pitch, slice_pitch, dir); /* no whole column */
+        return true;
+    }
     const uint64_t tbytes = 1ull << (tw + t->th_log2);
     uint32_t xo[LONG_ROW_TILES];
     for (unsigned c = 0; c < LONG_ROW_TILES; c++)
@@ -640,14 +708,12 @@ static inline __attribute__((always_inline)) bool long_rows_body(const struct vi
     /* The partial columns at the edges, as any box. */
     if ((a0 << tw) > x0) {
         const struct vidmm_box lb = { b->x, b->y, b->z, (uint32_t)(((a0 << tw) - x0) / m->elem), b->height, b->depth };
-        copy_tiles(m, &lb, tiled, linear, row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops, grouped,
-                   STRIPS_NONE, false);
+        narrow_cols(m, &lb, tiled, linear, row_pitch, slice_pitch, dir);
     }
     if (x1 > (a1 << tw)) {
         const struct vidmm_box rb = { (uint32_t)((a1 << tw) / m->elem), b->y, b->z,
                                       (uint32_t)((x1 - (a1 << tw)) / m->elem), b->height, b->depth };
-        copy_tiles(m, &rb, tiled, linear + ((a1 << tw) - x0), row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops,
-                   grouped, STRIPS_NONE, false);
+        narrow_cols(m, &rb, tiled, linear + ((a1 << tw) - x0), row_pitch, slice_pitch, dir);
     }
     const uint32_t th_mask = (1u << t->th_log2) - 1, y1 = b->y + b->height;
     for (uint32_t z = b->z; z < b->z + b->depth; z++) {
@@ -692,28 +758,28 @@ static inline __attribute__((always_inline)) bool long_rows_body(const struct vi
 static __attribute__((noinline)) bool copy_long_rows_tile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                                                           unsigned char *tiled, unsigned char *linear,
                                                           size_t row_pitch, size_t slice_pitch,
-                                                          const struct vidmm_kernel_ops *ops, bool grouped, bool nt)
+                                                          const struct vidmm_kernel_ops *ops, bool nt)
 {
-    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, TILE, ops, grouped, nt);
+    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, TILE, ops, nt);
 }
 
 static __attribute__((noinline)) bool copy_long_rows_untile(const struct vidmm_swz_mip *m, const struct vidmm_box *b,
                                                             unsigned char *tiled, unsigned char *linear,
                                                             size_t row_pitch, size_t slice_pitch,
-                                                            const struct vidmm_kernel_ops *ops, bool grouped, bool nt)
+                                                            const struct vidmm_kernel_ops *ops, bool nt)
 {
-    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, ops, grouped, nt);
+    return long_rows_body(m, b, tiled, linear, row_pitch, slice_pitch, UNTILE, ops, nt);
 }
 
 static inline __attribute__((always_inline)) bool copy_long_rows(const struct vidmm_swz_mip *m,
                                                                   const struct vidmm_box *b, unsigned char *tiled,
                                                                   unsigned char *linear, size_t row_pitch,
                                                                   size_t slice_pitch, enum dir dir,
-                                                                  const struct vidmm_kernel_ops *ops, bool grouped,
+                                                                  const struct vidmm_kernel_ops *ops,
                                                                   bool nt)
 {
-    const bool done = dir == TILE ? copy_long_rows_tile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped, nt)
-                                  : copy_long_rows_untile(m, b, tiled, linear, row_pitch, slice_pitch, ops, grouped, nt);
+    const bool done = dir == TILE ? copy_long_rows_tile(m, b, tiled, linear, row_pitch, slice_pitch, ops, nt)
+                                  : copy_long_rows_untile(m, b, tiled, linear, row_pitch, slice_pitch, ops, nt);
     if (nt && done)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
     return done;
@@ -1043,7 +1109,7 @@ static inline __attribute__((always_inline)) void run_walk(const struct walk_cho
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
 
-/* long_rows_apply() tells whether copy_long_rows() may take box 'b' with walk 'w' (long_rows_try()
+/* long_rows_walk() tells whether copy_long_rows() may take a box with walk 'w' (long_rows_try()
  * and run_copy_tuned(); not in run_walk() or run_copy(), whose inlined walks the test and call
  * cost other layouts' 64x64 boxes 0.3-0.4% more instructions, Callgrind). */
 static inline __attribute__((always_inline)) bool long_rows_walk(const struct walk_choice *w,
@@ -1054,12 +1120,6 @@ static inline __attribute__((always_inline)) bool long_rows_walk(const struct wa
            t->tw_log2 <= 12 && w->nt_walk == NT_NONE && !w->stream && !w->pairs_nt && w->strip_walk == STRIPS_NONE;
 }
 
-static inline __attribute__((always_inline)) bool long_rows_apply(const struct walk_choice *w,
-                                                                  const struct vidmm_swz_mip *m,
-                                                                  const struct vidmm_box *b)
-{
-    return long_rows_walk(w, m) && (uint64_t)b->width * m->elem >= (2ull << m->tiles.tw_log2);
-}
 
 /* long_rows_nt() tells whether the long-row walk (a layout whose run is a whole tile row, Intel
  * X) writes its destination with streaming stores: under 'tune' (its pairs_nt, the streaming
@@ -1111,8 +1171,8 @@ static __attribute__((noinline)) void run_copy_tuned(const struct vidmm_swz_mip 
     struct walk_choice w;
 
     apply_tune(m, dir, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, tune, &w);
-    if (long_rows_apply(&w, m, b) &&
-        copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops, w.grouped,
+    if (long_rows_walk(&w, m) &&
+        copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, dir, w.ops,
                        long_rows_nt(m, dir, w.ops, strategy, stream_bytes, (uintptr_t)tiled, tune)))
         return;
     run_walk(&w, m, b, tiled, linear, row_pitch, slice_pitch, dir, inv);
@@ -1133,8 +1193,8 @@ static __attribute__((noinline)) bool long_rows_try(const struct vidmm_swz_mip *
     struct walk_choice w;
     const enum dir d = dir == VIDMM_SWZ_TILE ? TILE : UNTILE;
     choose_walk(m, d, backend, strategy, stream_bytes, (uintptr_t)tiled, inv, &w);
-    return long_rows_apply(&w, m, b) &&
-           copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, d, w.ops, w.grouped,
+    return long_rows_walk(&w, m) &&
+           copy_long_rows(m, b, tiled, linear, row_pitch, slice_pitch, d, w.ops,
                           long_rows_nt(m, d, w.ops, strategy, stream_bytes, (uintptr_t)tiled, NULL));
 }
 
@@ -1143,7 +1203,7 @@ void vidmm_swz_run(const struct vidmm_swz_mip *m, const struct vidmm_box *b, uns
                    enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t stream_bytes)
 {
     if (VIDMM_UNLIKELY(m->tiles.run_log2 == m->tiles.tw_log2) && m->tiles.tw_log2 <= 12 &&
-        m->tiles.tile_base != NULL && (uint64_t)b->width * m->elem >= (2ull << m->tiles.tw_log2) &&
+        m->tiles.tile_base != NULL &&
         long_rows_try(m, b, tiled, linear, row_pitch, slice_pitch, dir, backend, strategy, stream_bytes))
         return;
     /* One call per direction, each with a constant: the compiler specialises run_copy() and the
