@@ -241,7 +241,7 @@ struct vm_range {
      * holds it (lazy_armed), its written pages tiled back at unlock. 'lazy_failed' once the
      * kernel refused one: the eager view serves from then on. */
     struct vmos_lazy *lazy;
-    bool lazy_failed, lazy_armed;
+    bool lazy_failed, lazy_armed, lazy_writable;
     struct vm_lazy_fill *fill;  /* what the lazy view's handler untiles from (lock.c) */
     /* Lazy or eager, chosen per lock from this range's last locks of allocation 'hist_a' (lock.c
      * range_want_lazy()): 'hist_cost' the work of the last lock as a lazy view did it or would

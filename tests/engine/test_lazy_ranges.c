@@ -555,13 +555,15 @@ Test(lazy, dense_locks_go_eager_by_history)
         const char *why;
     } steps[] = {
         { true, SIZE_MAX, "first lock: nothing known, lazy" },
-        { false, SIZE_MAX, "after a lazy lock that wrote every page: eager (1 of 2)" },
-        { false, SIZE_MAX, "eager (2 of 2)" },
+        { false, SIZE_MAX, "after a lazy lock that wrote every page: eager (1 of 2), untracked (its stream went in "
+                           "counted: a dense writer, range_note_lazy(); 1 of 2)" },
+        { false, SIZE_MAX, "eager (2 of 2), untracked (2 of 2)" },
         { true, SIZE_MAX, "the wait over: a lazy probe" },
-        { false, 1, "the probe wrote every page: eager again (1 of 4), untracked (the eager locks were dense: "
-                    "range_want_track(), 2 of 2)" },
-        { false, 1, "eager (2 of 4), its write-watch back on: it sees one page written" },
-        { true, 1, "the tracked eager lock wrote one page: a lazy probe at once" },
+        { false, 1, "the probe wrote every page: eager again (1 of 4), untracked (its stream counted: 1 of 4)" },
+        { false, 1, "eager (2 of 4), untracked: no write-watch to see the one page written" },
+        { false, 1, "eager (3 of 4), untracked" },
+        { false, 1, "eager (4 of 4), untracked (4 of 4)" },
+        { true, 1, "the wait over: a lazy probe, which touches one page" },
         { true, 0, "the probe touched one page: lazy" },
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
@@ -592,6 +594,16 @@ Test(lazy, dense_locks_go_eager_by_history)
     p = range_lock(b.dev, b.h, VIDMM_LOCK_READ_ONLY);
     cr_assert_eq(t_resident_pages(p, b.ln), pages, "the lock after a full lazy read is not eager");
     cr_assert_eq(memcmp(p, b.want, b.ln), 0, "the eager read differs");
+    t_unlock(b.dev, b.h);
+    /* A writable eager lock (2 of 2), tracked again (the back-off is over): its write-watch sees
+     * one page written, and the next lock probes lazy at once. */
+    p = range_lock(b.dev, b.h, 0);
+    cr_assert_eq(t_resident_pages(p, b.ln), pages, "the second lock after a full lazy read is not eager");
+    big_write_pages(&b, p, 1, 99);
+    t_unlock(b.dev, b.h);
+    cr_assert(big_tiled_is_want(&b), "the tracked eager lock's page did not come back");
+    p = range_lock(b.dev, b.h, 0);
+    cr_assert_eq(t_resident_pages(p, b.ln), 0, "after a tracked eager lock that wrote one page: not lazy");
     t_unlock(b.dev, b.h);
     big_close(&b);
 }
@@ -1050,5 +1062,67 @@ Test(lazy, new_allocation_at_a_released_address_starts_lazy)
                          "once: it inherited the destroyed allocation's history on range %d", res, range0);
     cr_assert_eq(memcmp(p, d.lin, PAGE), 0, "the new allocation's lazy view is not its surface");
     t_unlock(d.dev, d.h);
+    disc_close(&d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Writable streams go in counted (lazyview.c, issue 31): once a writable lock's faults stream,
+ * the chunks after are installed unprotected and every page of them counts as written - the
+ * unlock tiles them back whether the CPU wrote them or not, as an untracked eager lock does.
+ * Seen as in track_round(): the GPU rewrites the surface while the lock is held, after the view
+ * has read everything; a page tiled back shows the view's bytes, one not tiled back the GPU's.
+ * The surface's rows are one page each (1024 x 4 bytes, 512 of them): the stream's first
+ * chunks (1, 2, ... 64 pages) are protected, the last row is far past them.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One writable lazy lock: the view read in page order ('stream') or only row 1 read; row 1
+ * written; the GPU rewrites the surface; returns true when the unlock tiled the last row back
+ * (the view's bytes there), false when it left the GPU's. Row 1 must come back either way. */
+static bool counted_round(struct disc *d, bool stream, uint32_t k)
+{
+    const size_t row = 1024 * 4, rows = d->ln / row;
+    unsigned char *p = range_lock(d->dev, d->h, 0);
+    cr_assert_eq(t_resident_pages(p, d->ln), 0, "lock %u: not lazy", k);
+    for (size_t o = 0; stream && o < d->ln; o += 64)
+        (void)*(volatile const unsigned char *)(p + o);
+    unsigned char *shown = malloc(row);
+    cr_assert_not_null(shown);
+    memcpy(shown, p + (rows - 1) * row, row); /* (a read: on a stream it is there already) */
+    memset(p + row, (int)(k * 7 + 1), row);
+    t_bytes(d->tiled, d->tn, 2000 + k);
+    t_write(d->dev, d->h, 0, d->tiled, d->tn);
+    unsigned char *gpu = malloc(d->ln);
+    cr_assert_not_null(gpu);
+    cr_assert_eq(vidmm_deswizzle_surface(&d->s.layout, &d->s.desc, d->tiled, d->tn, gpu, d->ln), 0);
+    t_unlock(d->dev, d->h);
+    disc_linear_of(d, d->h);
+    for (size_t i = 0; i < row; i++)
+        cr_assert_eq(d->buf[row + i], (unsigned char)(k * 7 + 1), "lock %u: row 1 written did not come back", k);
+    const bool back = memcmp(d->buf + (rows - 1) * row, shown, row) == 0;
+    cr_assert(back || memcmp(d->buf + (rows - 1) * row, gpu + (rows - 1) * row, row) == 0,
+              "lock %u: the last row is neither the view's nor the GPU's", k);
+    free(shown);
+    free(gpu);
+    return back;
+}
+
+Test(lazy, writable_stream_goes_in_counted)
+{
+    require_lazy();
+    struct disc d;
+    memset(&d, 0, sizeof d);
+    d.dev = lazy_dev(true); /* every lock lazy */
+    t_surf_init(&d.s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+    t_surf_sizes(&d.s);
+    d.tn = (size_t)d.s.tiled;
+    d.ln = (size_t)d.s.linear;
+    d.tiled = malloc(d.tn);
+    d.lin = malloc(d.ln);
+    d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
+    cr_assert(d.tiled && d.lin && d.buf);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 76);
+    cr_assert(counted_round(&d, true, 0), "a writable stream's last row was not tiled back: not counted");
+    cr_assert(!counted_round(&d, false, 1), "a lock that touched two rows tiled back the last (read only there)");
+    cr_assert(counted_round(&d, true, 2), "the next stream's last row was not tiled back");
     disc_close(&d);
 }
