@@ -424,10 +424,9 @@ enum { VM_TRACK_NONE, VM_TRACK_WHOLE, VM_TRACK_PROBE };
 #define VM_WATCH_MIN_WINDOW 16u   /* pages: fewer say too little about a lock */
 
 /* range_want_track(): how the eager writable lock of a whole part of 'npages' pages through
- * range 'r' is tracked - not at all, whole, or as a probe (r->tr_lo, r->tr_n). */
+ * range 'r' is tracked - not at all, whole, or as a probe (untracked, r->tr_lo, r->tr_n). */
 static int range_want_track(const vidmm_device *dev, struct vm_range *r, size_t npages)
 {
-    r->tr_probe = false;
     if (dev->range_untracked)
         return VM_TRACK_NONE;
     bool probe = false;
@@ -468,8 +467,7 @@ static int range_want_track(const vidmm_device *dev, struct vm_range *r, size_t 
      * them may not miss the next). */
     r->tr_stride = stride;
     r->tr_lo = (uint32_t)(((uint64_t)r->tr_probes++ * r->tr_n) % (stride - r->tr_n + 1));
-    r->tr_probe = true;
-    return VM_TRACK_NONE;
+    return VM_TRACK_PROBE;
 }
 
 /* range_note_dense(): the lock ending on range 'r' wrote past the break-even: the next 2, 4 ...
@@ -1471,9 +1469,9 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
     r->untracked = false;
     r->tr_probe = false;
     if (writable && r->part.whole) {
-        r->untracked = range_want_track(dev, r, need / VIDMM_PAGE_SIZE) == VM_TRACK_NONE;
-        if (r->tr_probe && !range_probe_arm(dev, r))
-            r->tr_probe = false;
+        const int tr = range_want_track(dev, r, need / VIDMM_PAGE_SIZE);
+        r->untracked = tr != VM_TRACK_WHOLE;
+        r->tr_probe = tr == VM_TRACK_PROBE && range_probe_arm(dev, r);
     }
     if (writable && !r->untracked && (small || !(r->ww_armed = range_watch_arm(dev, r))))
         part_snapshot(g, &r->part, r); /* to find what the CPU wrote */
