@@ -1079,62 +1079,72 @@ Test(lazy, new_allocation_at_a_released_address_starts_lazy)
 
 /* ---------------------------------------------------------------------------------------------
  * Writable streams go in counted (lazyview.c, issue 31): once a writable lock's faults stream,
- * the chunks after are installed unprotected and every page of them counts as written - the
- * unlock tiles them back whether the CPU wrote them or not, as an untracked eager lock does.
- * Seen as in track_round(): the GPU rewrites the surface while the lock is held, after the view
- * has read everything; a page tiled back shows the view's bytes, one not tiled back the GPU's.
- * The surface's rows are one page each (1024 x 4 bytes, 512 of them): the stream's first
- * chunks (1, 2, ... 64 pages) are protected, the last row is far past them.
+ * the chunks after are installed unprotected and every page of them counts as written (the
+ * unlock tiles them back whether the CPU wrote them or not), and the lock counts as a dense
+ * writer: the eager locks after it go untracked (lock.c range_note_lazy()). Seen through that:
+ * an allocation whose first lock (an eager probe) wrote one row, then a lazy lock that reads
+ * the whole view in page order - a stream - and writes one row; its next lock is eager (the
+ * lazy one filled everything) and, tracked or not, tells whether the stream was counted
+ * (track_round(): a GPU write during an eager lock, no fill running). A READ_ONLY stream is not
+ * counted (nothing is tiled back): after it the eager lock is tracked.
  * ------------------------------------------------------------------------------------------- */
 
-/* One writable lazy lock: the view read in page order ('stream') or only row 1 read; row 1
- * written; the GPU rewrites the surface; returns true when the unlock tiled the last row back
- * (the view's bytes there), false when it left the GPU's. Row 1 must come back either way. */
-static bool counted_round(struct disc *d, bool stream, uint32_t k)
+/* One lazy lock of d->h that reads the whole view in page order (writable: and writes row 1);
+ * checks it was lazy. */
+static void stream_round(struct disc *d, bool writable, uint32_t k)
 {
-    const size_t row = 1024 * 4, rows = d->ln / row;
-    unsigned char *p = range_lock(d->dev, d->h, 0);
+    const size_t row = 1024 * 4;
+    unsigned char *p = range_lock(d->dev, d->h, writable ? 0 : VIDMM_LOCK_READ_ONLY);
     cr_assert_eq(t_resident_pages(p, d->ln), 0, "lock %u: not lazy", k);
-    for (size_t o = 0; stream && o < d->ln; o += 64)
+    for (size_t o = 0; o < d->ln; o += 64)
         (void)*(volatile const unsigned char *)(p + o);
-    unsigned char *shown = malloc(row);
-    cr_assert_not_null(shown);
-    memcpy(shown, p + (rows - 1) * row, row); /* (a read: on a stream it is there already) */
-    memset(p + row, (int)(k * 7 + 1), row);
-    t_bytes(d->tiled, d->tn, 2000 + k);
-    t_write(d->dev, d->h, 0, d->tiled, d->tn);
-    unsigned char *gpu = malloc(d->ln);
-    cr_assert_not_null(gpu);
-    cr_assert_eq(vidmm_deswizzle_surface(&d->s.layout, &d->s.desc, d->tiled, d->tn, gpu, d->ln), 0);
+    if (writable)
+        memset(p + row, (int)(k * 7 + 1), row);
     t_unlock(d->dev, d->h);
-    disc_linear_of(d, d->h);
-    for (size_t i = 0; i < row; i++)
-        cr_assert_eq(d->buf[row + i], (unsigned char)(k * 7 + 1), "lock %u: row 1 written did not come back", k);
-    const bool back = memcmp(d->buf + (rows - 1) * row, shown, row) == 0;
-    cr_assert(back || memcmp(d->buf + (rows - 1) * row, gpu + (rows - 1) * row, row) == 0,
-              "lock %u: the last row is neither the view's nor the GPU's", k);
-    free(shown);
-    free(gpu);
-    return back;
+    if (writable) {
+        disc_linear_of(d, d->h);
+        for (size_t i = 0; i < row; i++)
+            cr_assert_eq(d->buf[row + i], (unsigned char)(k * 7 + 1), "lock %u: row 1 written did not come back", k);
+    }
 }
 
 Test(lazy, writable_stream_goes_in_counted)
 {
     require_lazy();
+    require_anon_watch();
     struct disc d;
-    memset(&d, 0, sizeof d);
-    d.dev = lazy_dev(true); /* every lock lazy */
-    t_surf_init(&d.s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
-    t_surf_sizes(&d.s);
-    d.tn = (size_t)d.s.tiled;
-    d.ln = (size_t)d.s.linear;
-    d.tiled = malloc(d.tn);
-    d.lin = malloc(d.ln);
-    d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
-    cr_assert(d.tiled && d.lin && d.buf);
-    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 76);
-    cr_assert(counted_round(&d, true, 0), "a writable stream's last row was not tiled back: not counted");
-    cr_assert(!counted_round(&d, false, 1), "a lock that touched two rows tiled back the last (read only there)");
-    cr_assert(counted_round(&d, true, 2), "the next stream's last row was not tiled back");
+    for (int lazy = 0; lazy < 2; lazy++) {
+        memset(&d, 0, sizeof d);
+        d.dev = lazy_dev_history(lazy, true);
+        t_surf_init(&d.s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+        t_surf_sizes(&d.s);
+        d.tn = (size_t)d.s.tiled;
+        d.ln = (size_t)d.s.linear;
+        d.tiled = malloc(d.tn);
+        d.lin = malloc(d.ln);
+        d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
+        cr_assert(d.tiled && d.lin && d.buf);
+        if (lazy)
+            break;
+        /* On an eager device (on the lazy one the lock after a sparse probe is lazy, and a GPU
+         * write during it would race with its fills). */
+        const bool pays = sparse_pays(&d, 76);
+        disc_close(&d);
+        if (!pays)
+            cr_skip_test("tracking one page costs more than tiling the view back here: no eager lock is tracked "
+                         "after a sparse probe, counted stream or not");
+    }
+    for (int writable = 0; writable < 2; writable++) {
+        d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 77 + (uint32_t)writable);
+        cr_assert(!track_round(&d, false, 10), "the first lock (an eager probe) went tracked");
+        stream_round(&d, writable, 11);
+        const bool tracked = track_round(&d, false, 12);
+        if (writable)
+            cr_assert(!tracked, "the eager lock after a writable lazy stream went tracked: the stream was not "
+                                "counted");
+        else
+            cr_assert(tracked, "the eager lock after a READ_ONLY lazy stream went untracked");
+        cr_assert_eq(vidmm_alloc_destroy(d.dev, d.h), 0);
+    }
     disc_close(&d);
 }
