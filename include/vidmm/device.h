@@ -299,6 +299,10 @@ struct vidmm_driver {
                                               full userfaultfd with WP_ASYNC (Linux 6.7), or
                                               VIDMM_LAZY=off, the eager view is used instead.
                                               The view must not be touched after the unlock.
+                                              Each lock is lazy or eager by the allocation's
+                                              history; an allocation's first writable lock is
+                                              eager (its pages written are sampled to choose
+                                              the next).
                                               From Linux 6.8 the view's pages are recycled
                                               rather than freed at unlock (up to the linear
                                               size stays committed, as the eager view's

@@ -241,7 +241,7 @@ struct vm_range {
      * holds it (lazy_armed), its written pages tiled back at unlock. 'lazy_failed' once the
      * kernel refused one: the eager view serves from then on. */
     struct vmos_lazy *lazy;
-    bool lazy_failed, lazy_armed;
+    bool lazy_failed, lazy_armed, lazy_writable;
     struct vm_lazy_fill *fill;  /* what the lazy view's handler untiles from (lock.c) */
     /* Lazy or eager, chosen per lock from this range's last locks of allocation 'hist_a' (lock.c
      * range_want_lazy()): 'hist_cost' the work of the last lock as a lazy view did it or would
@@ -257,6 +257,11 @@ struct vm_range {
     uint32_t tr_skip, tr_backoff;
     uint64_t tr_limit;          /* pages written above which this tracked lock counts as dense */
     bool tr_dense, untracked;
+    /* An untracked lock that probes (lock.c range_want_track()): 'tr_n' pages write-watched at
+     * each of VM_TRACK_PROBE_SPANS places 'tr_stride' pages apart, the first at page 'tr_lo';
+     * 'tr_probes' moves them. */
+    bool tr_probe;
+    uint32_t tr_lo, tr_n, tr_stride, tr_probes;
     const struct vm_alloc *hist_a;
     uint64_t hist_cost;
     uint32_t hist_skip, hist_backoff;

@@ -220,7 +220,9 @@ static int check_region(const struct vm_alloc *a, const struct vidmm_lock_args *
  * first use, and armed. The unlock collects the pages written and lifts the protection, so
  * that the next lock's untiling does not fault on every page of the view. False when there is
  * none (off, or refused by the kernel: the snapshot is compared instead). */
-static bool range_watch_arm(vidmm_device *dev, struct vm_range *r)
+#define VM_TRACK_PROBE_SPANS 8u /* runs of pages an untracked probe watches (range_want_track()) */
+
+static bool range_watch_get(vidmm_device *dev, struct vm_range *r)
 {
     if (!dev->range_watch || r->ww_failed)
         return false;
@@ -235,7 +237,66 @@ static bool range_watch_arm(vidmm_device *dev, struct vm_range *r)
         vidmm_log(VIDMM_LOG_DEBUG, "swizzling range view of %zu bytes: rows written found by a userfaultfd "
                                    "write-watch", r->view_len);
     }
-    return vmos_wtrack_arm(r->ww, r->view, r->view_len) == 0;
+    return true;
+}
+
+static bool range_watch_arm(vidmm_device *dev, struct vm_range *r)
+{
+    return range_watch_get(dev, r) && vmos_wtrack_arm(r->ww, r->view, r->view_len) == 0;
+}
+
+/* range_probe_arm() write-watches the runs of pages an untracked probe looks at (r->tr_lo,
+ * r->tr_n: range_want_track()). False when it cannot (the lock is then untracked alone). */
+static bool range_probe_arm(vidmm_device *dev, struct vm_range *r)
+{
+    if (!range_watch_get(dev, r))
+        return false;
+    const size_t stride = r->tr_stride;
+    for (uint32_t k = 0; k < VM_TRACK_PROBE_SPANS; k++)
+        if (vmos_wtrack_arm(r->ww, r->view + (r->tr_lo + k * stride) * VIDMM_PAGE_SIZE,
+                            (size_t)r->tr_n * VIDMM_PAGE_SIZE) != 0) {
+            while (k-- > 0)
+                (void)vmos_wtrack_disarm(r->ww, r->view + (r->tr_lo + k * stride) * VIDMM_PAGE_SIZE,
+                                         (size_t)r->tr_n * VIDMM_PAGE_SIZE);
+            return false;
+        }
+    r->ww_protected = true; /* until the unlock's collect lifts them (a lock that never ends) */
+    return true;
+}
+
+static void range_note_eager(struct vm_range *r, uint64_t written);
+static void range_note_track(struct vm_range *r, uint64_t written);
+
+/* range_probe_end(): the unlock of a probing lock - the pages written in its runs counted and
+ * their protection lifted, the count extrapolated to the view as the lock's verdict. */
+static void range_probe_end(struct vm_range *r)
+{
+    const size_t stride = r->tr_stride, words = ((size_t)r->tr_n + 63) / 64;
+    const uint64_t npages = (uint64_t)stride * VM_TRACK_PROBE_SPANS;
+    uint64_t *bits = malloc(words * sizeof *bits);
+    uint64_t written = 0;
+    bool ok = bits != NULL;
+    for (uint32_t k = 0; k < VM_TRACK_PROBE_SPANS; k++) {
+        uint8_t *p = r->view + (r->tr_lo + k * stride) * VIDMM_PAGE_SIZE;
+        const size_t len = (size_t)r->tr_n * VIDMM_PAGE_SIZE;
+        if (bits != NULL)
+            memset(bits, 0, words * sizeof *bits);
+        if (bits == NULL || vmos_wtrack_collect(r->ww, p, len, bits, true) != 0) {
+            (void)vmos_wtrack_disarm(r->ww, p, len);
+            ok = false;
+            continue;
+        }
+        for (size_t w = 0; w < words; w++)
+            written += (uint64_t)__builtin_popcountll(bits[w]);
+    }
+    free(bits);
+    r->ww_protected = false;
+    r->tr_probe = false;
+    if (!ok)
+        return; /* no verdict: the next lock probes again */
+    const uint64_t est = written * npages / ((uint64_t)r->tr_n * VM_TRACK_PROBE_SPANS);
+    range_note_eager(r, est);
+    range_note_track(r, est);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -295,12 +356,26 @@ static uint64_t lazy_cost(uint64_t faults, uint64_t filled)
     return faults * VM_LAZY_FAULT_BYTES + filled + filled / 2;
 }
 
-/* range_note_lazy() keeps what the lazy lock ending on range 'r' cost. */
+static void range_note_dense(struct vm_range *r);
+
+/* range_note_lazy() keeps what the lazy lock ending on range 'r' cost. A writable one whose
+ * stream went in counted (os.h vmos_lazy_arm(): every page of its chunks counts as written)
+ * tiled back what it streamed, which says nothing of what it wrote but that it may have written
+ * all of it: taken for a dense writer, as a tracked eager lock that wrote past its break-even
+ * is - the next eager locks go untracked (range_want_track()), exactly the untracked cost,
+ * until a tracked one probes. */
 static void range_note_lazy(struct vm_range *r, const struct vmos_lazy_stats *st)
 {
     r->hist_a = r->a;
     r->hist_cost = lazy_cost(st->faults, st->filled);
     r->hist_eager = false;
+    if (st->counted && r->lazy_writable) {
+        if (r->tr_a != r->a) {
+            r->tr_a = r->a;
+            r->tr_backoff = 0;
+        }
+        range_note_dense(r);
+    }
 }
 
 /* range_note_eager(): the eager lock ending on range 'r' saw 'written' pages written (its
@@ -311,6 +386,10 @@ static void range_note_eager(struct vm_range *r, uint64_t written)
         return;
     /* Each written page at worst its own fault. */
     const uint64_t cost = lazy_cost(written, written * VIDMM_PAGE_SIZE);
+    if (r->hist_cost == UINT64_MAX) {
+        r->hist_cost = cost; /* the first lock's probe (range_want_lazy()): all that is known */
+        return;
+    }
     if (cost < r->view_len)
         r->hist_skip = 0; /* wrote little: the next lock tries lazy (its reads are not known) */
 }
@@ -323,57 +402,110 @@ static void range_note_eager(struct vm_range *r, uint64_t written)
  * untracked; one page written: 0.1 ms tracked against 17. So, as for the plain locks: a lock is
  * tracked unless the last tracked lock of the same allocation through this range wrote more
  * than the break-even - tracked cost fixed + N * arm + written * (fault + move) against N *
- * move untracked - and then the next 2, 4, ... 16 locks go untracked before a tracked one
- * probes again. The first lock of an allocation is tracked (the large win of a sparse lock is
- * kept; a dense first lock pays the tracking once). VIDMM_RANGE_DIRTY=off: never tracked. */
+ * move untracked - and then the next 2, 4, ... 16 locks go untracked before one probes again.
+ * VIDMM_RANGE_DIRTY=off: never tracked.
+ *
+ * The lock nothing is known of - an allocation's first through the range - and the one after a
+ * back-off are untracked probes: the whole part is tiled back as by an untracked lock, and
+ * VM_TRACK_PROBE_SPANS runs of pages spread over the view are write-watched meanwhile (one arm
+ * and one collect each), sized so that the probe costs at most 1/VM_WATCH_BUDGET_DIV of the
+ * untracked tile-back if every page of them is written; their written fraction, extrapolated to
+ * the view, is the lock's verdict. The first lock of a fresh allocation used to be tracked whole
+ * (a dense one paid the tracking once): 64 MiB written whole on the Zen 4 (2 vCPUs, loaded;
+ * bench_lock_paths 5 fresh) 29.6-35.8 ms tracked against 11.0-11.5 untracked, 2.6-3.1x; every
+ * tenth page 1.4-1.6x; one page 0.9-1.0x (the untiling of the whole view, which both do,
+ * dwarfs the tile-back tracking saves). A sparse verdict makes the next lock tracked whole. */
 #define VM_TRACK_BACKOFF_MAX 16u
 #define VM_MOVE_COPY_NS 400u      /* defaults before the device measured its own ("The policy") */
 #define VM_MOVE_FLUSH_NS 200u
 
-static bool range_want_track(const vidmm_device *dev, struct vm_range *r, size_t npages)
+enum { VM_TRACK_NONE, VM_TRACK_WHOLE, VM_TRACK_PROBE };
+#define VM_WATCH_BUDGET_DIV 40u   /* a probe costs at most 1/40 of the move it stands for */
+#define VM_WATCH_MIN_WINDOW 16u   /* pages: fewer say too little about a lock */
+
+/* range_want_track(): how the eager writable lock of a whole part of 'npages' pages through
+ * range 'r' is tracked - not at all, whole, or as a probe (untracked, r->tr_lo, r->tr_n). */
+static int range_want_track(const vidmm_device *dev, struct vm_range *r, size_t npages)
 {
     if (dev->range_untracked)
-        return false;
-    if (r->tr_a != r->a) { /* another allocation's history, or none */
+        return VM_TRACK_NONE;
+    bool probe = false;
+    if (r->tr_a != r->a) { /* another allocation's history, or none: a probe */
         r->tr_a = r->a;
         r->tr_dense = false;
         r->tr_skip = r->tr_backoff = 0;
+        probe = true;
     }
     if (r->tr_dense && r->tr_skip > 0) {
         r->tr_skip--;
-        return false;
+        return VM_TRACK_NONE;
     }
+    probe |= r->tr_dense; /* the back-off is over */
     /* The break-even for this lock, from the costs measured on this machine. */
     struct vmos_wtrack_costs c;
     r->tr_limit = UINT64_MAX;
-    if (vmos_wtrack_measure(false, &c) == 0) {
-        /* Read with the device mutex released (range_open()): vm_note_move() stores atomically. */
-        const uint32_t mv = __atomic_load_n(&dev->move_ns[0], __ATOMIC_RELAXED);
-        const double move = mv ? mv : VM_MOVE_COPY_NS;
-        const double n = (double)npages;
-        const double w = (n * move - (double)c.fixed_ns - n * (double)c.arm_ns) / ((double)c.fault_ns + move);
-        r->tr_limit = w <= 0 ? 0 : (uint64_t)w;
-    }
-    return true;
+    if (vmos_wtrack_measure(false, &c) != 0)
+        return VM_TRACK_WHOLE; /* nothing measured (no write-watch here, likely: a snapshot) */
+    /* Read with the device mutex released (range_open()): vm_note_move() stores atomically. */
+    const uint32_t mv = __atomic_load_n(&dev->move_ns[0], __ATOMIC_RELAXED);
+    const double move = mv ? mv : VM_MOVE_COPY_NS;
+    const double n = (double)npages;
+    const double w = (n * move - (double)c.fixed_ns - n * (double)c.arm_ns) / ((double)c.fault_ns + move);
+    r->tr_limit = w <= 0 ? 0 : (uint64_t)w;
+    if (!probe)
+        return VM_TRACK_WHOLE;
+    const double budget = n * move / VM_WATCH_BUDGET_DIV - (double)c.fixed_ns * VM_TRACK_PROBE_SPANS;
+    const double per = ((double)c.arm_ns + (double)c.fault_ns) * VM_TRACK_PROBE_SPANS;
+    double span = per > 0 ? budget / per : n;
+    if (span < VM_WATCH_MIN_WINDOW)
+        span = VM_WATCH_MIN_WINDOW; /* a little over the budget rather than no verdict ever */
+    if (span * VM_TRACK_PROBE_SPANS >= n)
+        return VM_TRACK_WHOLE; /* a small view: the probe would be all of it */
+    r->tr_n = (uint32_t)span;
+    const uint32_t stride = (uint32_t)(npages / VM_TRACK_PROBE_SPANS);
+    /* From probe to probe the runs move along their stride (a pattern that misses one set of
+     * them may not miss the next). */
+    r->tr_stride = stride;
+    r->tr_lo = (uint32_t)(((uint64_t)r->tr_probes++ * r->tr_n) % (stride - r->tr_n + 1));
+    return VM_TRACK_PROBE;
+}
+
+/* range_note_dense(): the lock ending on range 'r' wrote past the break-even: the next 2, 4 ...
+ * 16 eager locks go untracked. */
+static void range_note_dense(struct vm_range *r)
+{
+    r->tr_backoff = r->tr_backoff == 0 ? 2 : r->tr_backoff * 2;
+    if (r->tr_backoff > VM_TRACK_BACKOFF_MAX)
+        r->tr_backoff = VM_TRACK_BACKOFF_MAX;
+    r->tr_skip = r->tr_backoff;
+    r->tr_dense = true;
 }
 
 /* range_note_track(): the tracked eager lock ending on range 'r' saw 'written' pages written. */
 static void range_note_track(struct vm_range *r, uint64_t written)
 {
     if (written > r->tr_limit) {
-        r->tr_backoff = r->tr_backoff == 0 ? 2 : r->tr_backoff * 2;
-        if (r->tr_backoff > VM_TRACK_BACKOFF_MAX)
-            r->tr_backoff = VM_TRACK_BACKOFF_MAX;
-        r->tr_skip = r->tr_backoff;
-        r->tr_dense = true;
+        range_note_dense(r);
     } else {
         r->tr_dense = false;
         r->tr_backoff = 0;
     }
 }
 
-/* range_want_lazy(): whether the lock opening range 'r' for a 'need' bytes view goes lazy. */
-static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t need)
+/* range_want_lazy(): whether the lock opening range 'r' for a 'need' bytes view ('writable')
+ * goes lazy.
+ *
+ * The first writable lock of an allocation (nothing known) goes eager where its write-watch can
+ * probe it (range_want_track(): untracked, the whole part tiled back), so that it costs what
+ * the eager untracked lock does whatever it writes; the probe's verdict stands for its cost
+ * (range_note_eager()): a sparse one makes the next lock lazy, a dense one eager. Lazy, that
+ * first lock cost on the Zen 4 (2 vCPUs, loaded; bench_lock_paths 5 fresh, medians, against the
+ * eager untracked lock) 0.01x for one page written and 0.2-0.3x for 1% spread, but 1.9-2.7x
+ * for every page (its stream counted) and 2.1-2.5x for every tenth page (a fault each): a
+ * lazy view's faults cost more than they save once a lock writes a few percent of the pages,
+ * and a first lock cannot be told from its history. A READ_ONLY first lock stays lazy: it
+ * tiles nothing back, and what it reads is never known to a write-watch. */
+static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t need, bool writable)
 {
     r->hist_eager = false;
     if (!dev->lazy_ranges || r->lazy_failed || dev->lazy_always)
@@ -383,6 +515,10 @@ static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t 
         r->hist_cost = UINT64_MAX;
         r->hist_skip = r->hist_backoff = 0;
         r->hist_waiting = false;
+        if (writable && r->part.whole && dev->range_watch && !r->ww_failed && !dev->range_untracked) {
+            r->hist_eager = true; /* a probe: range_note_eager() gives the cost */
+            return false;
+        }
         return true;
     }
     if (r->hist_cost == UINT64_MAX)
@@ -414,7 +550,7 @@ static void range_lazy_drop(struct vm_range *r)
 {
     if (!r->lazy_armed)
         return;
-    struct vmos_lazy_stats st = { 0, 0 };
+    struct vmos_lazy_stats st = { 0, 0, false };
     vmos_lazy_disarm(r->lazy, &st);
     range_note_lazy(r, &st);
     r->lazy_armed = false;
@@ -653,8 +789,6 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
  * VIDMM_LOCK_DIRTY (read at the device's first lock that could track): off - never; always -
  * every lock tracked whole, no back-off, the relock switch at half the pages (tests); probe -
  * every lock a probe over an eighth of the pages, the same switch (tests). */
-#define VM_WATCH_BUDGET_DIV 40u   /* a probe costs at most 1/40 of the move it stands for */
-#define VM_WATCH_MIN_WINDOW 16u   /* pages: fewer say too little about a lock */
 #define VM_FRAC_ONE 4096u         /* fractions are kept in 1/4096 */
 #define VM_FRAC_NEVER 0xFFFFu     /* a break-even no lock reaches */
 
@@ -1161,8 +1295,11 @@ static bool lazy_lock(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         return false;
     vm_lazy_fill_free(r->fill);
     r->fill = f;
-    vmos_lazy_arm(r->lazy, lazy_fill, f, writable);
+    /* A writable stream's chunks go in counted as written (lazyview.c): tiled back for 0.4 us
+     * a page rather than protected, then faulted on at 1.6 us a page when written. */
+    vmos_lazy_arm(r->lazy, lazy_fill, f, writable, true);
     r->lazy_armed = true;
+    r->lazy_writable = writable;
     return true;
 }
 
@@ -1285,7 +1422,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
                       bool discard, uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
-    if (!discard && range_want_lazy(dev, r, need) && lazy_lock(dev, r, g, tiled, need, writable)) {
+    if (!discard && range_want_lazy(dev, r, need, writable) && lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
     }
@@ -1329,7 +1466,13 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
             r->view_defined = (size_t)g->linear_size;
     }
     const bool small = !r->part.whole && !dev->range_watch_small && part_bytes(g, &r->part) <= VM_PART_SNAPSHOT_MAX;
-    r->untracked = writable && r->part.whole && !range_want_track(dev, r, need / VIDMM_PAGE_SIZE);
+    r->untracked = false;
+    r->tr_probe = false;
+    if (writable && r->part.whole) {
+        const int tr = range_want_track(dev, r, need / VIDMM_PAGE_SIZE);
+        r->untracked = tr != VM_TRACK_WHOLE;
+        r->tr_probe = tr == VM_TRACK_PROBE && range_probe_arm(dev, r);
+    }
     if (writable && !r->untracked && (small || !(r->ww_armed = range_watch_arm(dev, r))))
         part_snapshot(g, &r->part, r); /* to find what the CPU wrote */
     *view = r->view;
@@ -1917,7 +2060,9 @@ static void retile_written(const struct vm_group *g, struct vm_range *r, uint8_t
     const size_t view_len = r->lazy_armed ? vmos_lazy_len(r->lazy) : r->view_len;
     uint64_t *pages = NULL;
     if (r->untracked && !r->lazy_armed) {
-        /* Untracked (range_want_track()): the whole part back. */
+        /* Untracked (range_want_track()): the whole part back; a probe's verdict first. */
+        if (r->tr_probe)
+            range_probe_end(r);
         (void)part_copy(g, part, tiled, view, view_len, false);
         r->untracked = false;
         return;

@@ -533,11 +533,12 @@ static void big_write_pages(struct big *b, unsigned char *p, size_t n, uint32_t 
     }
 }
 
-/* Lazy or eager per lock, from history: a lazy lock that wrote every page makes the next locks
- * of the allocation eager (the whole view there at once, every byte the surface's), 2 of them,
- * then a lazy one probes; an eager lock whose write-watch saw one page written lets the next one
- * probe at once (an untracked eager lock - the eager locks before it were dense - tells nothing);
- * a lazy lock that touched little keeps the next lazy. Every lock's view is the packed linear
+/* Lazy or eager per lock, from history: the first writable lock is an eager probe; one (or a
+ * lazy lock) that wrote every page makes the next locks of the allocation eager (the whole view
+ * there at once, every byte the surface's), 2 of them, then a lazy one probes; an eager lock
+ * whose write-watch saw one page written lets the next one probe at once (an untracked eager
+ * lock - the eager locks before it were dense - tells nothing); a lazy lock that touched little
+ * keeps the next lazy. Every lock's view is the packed linear
  * surface and every unlock leaves the surface holding what was written, both kinds. */
 Test(lazy, dense_locks_go_eager_by_history)
 {
@@ -554,14 +555,16 @@ Test(lazy, dense_locks_go_eager_by_history)
         size_t write;
         const char *why;
     } steps[] = {
-        { true, SIZE_MAX, "first lock: nothing known, lazy" },
-        { false, SIZE_MAX, "after a lazy lock that wrote every page: eager (1 of 2)" },
-        { false, SIZE_MAX, "eager (2 of 2)" },
+        { false, SIZE_MAX, "first writable lock: nothing known, eager - an untracked probe (range_want_lazy())" },
+        { false, SIZE_MAX, "the probe saw every page written: eager (1 of 2), untracked (1 of 2)" },
+        { false, SIZE_MAX, "eager (2 of 2), untracked (2 of 2)" },
         { true, SIZE_MAX, "the wait over: a lazy probe" },
-        { false, 1, "the probe wrote every page: eager again (1 of 4), untracked (the eager locks were dense: "
-                    "range_want_track(), 2 of 2)" },
-        { false, 1, "eager (2 of 4), its write-watch back on: it sees one page written" },
-        { true, 1, "the tracked eager lock wrote one page: a lazy probe at once" },
+        { false, 1, "the lazy probe wrote every page: eager again (1 of 4), untracked (its stream went in "
+                    "counted: a dense writer, range_note_lazy(); 1 of 4)" },
+        { false, 1, "eager (2 of 4), untracked: no write-watch to see the one page written" },
+        { false, 1, "eager (3 of 4), untracked" },
+        { false, 1, "eager (4 of 4), untracked (4 of 4)" },
+        { true, 1, "the wait over: a lazy probe, which touches one page" },
         { true, 0, "the probe touched one page: lazy" },
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
@@ -592,6 +595,16 @@ Test(lazy, dense_locks_go_eager_by_history)
     p = range_lock(b.dev, b.h, VIDMM_LOCK_READ_ONLY);
     cr_assert_eq(t_resident_pages(p, b.ln), pages, "the lock after a full lazy read is not eager");
     cr_assert_eq(memcmp(p, b.want, b.ln), 0, "the eager read differs");
+    t_unlock(b.dev, b.h);
+    /* A writable eager lock (2 of 2), an untracked probe (the tracking's back-off is over): its
+     * write-watch sees little written, and the next lock probes lazy at once. */
+    p = range_lock(b.dev, b.h, 0);
+    cr_assert_eq(t_resident_pages(p, b.ln), pages, "the second lock after a full lazy read is not eager");
+    big_write_pages(&b, p, 1, 99);
+    t_unlock(b.dev, b.h);
+    cr_assert(big_tiled_is_want(&b), "the probing eager lock's page did not come back");
+    p = range_lock(b.dev, b.h, 0);
+    cr_assert_eq(t_resident_pages(p, b.ln), 0, "after a probing eager lock that wrote one page: not lazy");
     t_unlock(b.dev, b.h);
     big_close(&b);
 }
@@ -868,6 +881,21 @@ static bool track_round(struct disc *d, bool dense, uint32_t k)
     return tracked;
 }
 
+/* sparse_pays() tells whether a sparse eager lock is tracked here at all. The break-even comes
+ * from costs measured on this machine: where arming the view costs about what tiling it back
+ * does (a sanitizer build, a slow machine), even one page written counts as dense and there is
+ * no sparse lock to see. A scratch allocation's first lock is an untracked probe (nothing
+ * known); after it saw one page written its second is tracked only if that is below the
+ * break-even. The first lock is checked untracked on the way. */
+static bool sparse_pays(struct disc *d, uint32_t seed)
+{
+    d->h = t_surf_alloc(d->dev, &d->s, d->tiled, seed);
+    cr_assert(!track_round(d, false, 0), "the first lock of an allocation (a probe) went tracked");
+    const bool pays = track_round(d, false, 1);
+    cr_assert_eq(vidmm_alloc_destroy(d->dev, d->h), 0);
+    return pays;
+}
+
 Test(lazy, dense_eager_locks_go_untracked_with_backoff)
 {
     require_anon_watch();
@@ -882,34 +910,22 @@ Test(lazy, dense_eager_locks_go_untracked_with_backoff)
     d.lin = malloc(d.ln);
     d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
     cr_assert(d.tiled && d.lin && d.buf);
-    /* The break-even comes from costs measured on this machine: where arming the view costs
-     * about what tiling it back does (a sanitizer build, a slow machine), even one page written
-     * counts as dense and there is no sparse lock to see. A first allocation tells: its first
-     * lock is tracked whatever happens, and after one page written its second is tracked only
-     * if one page is below the break-even. */
-    vidmm_handle h0 = t_surf_alloc(d.dev, &d.s, d.tiled, 69);
-    d.h = h0;
-    (void)track_round(&d, false, 0);
-    const bool sparse_pays = track_round(&d, false, 1);
-    cr_assert_eq(vidmm_alloc_destroy(d.dev, h0), 0);
-    if (!sparse_pays) {
+    if (!sparse_pays(&d, 69)) {
         disc_close(&d);
         cr_skip_test("tracking one page costs more than tiling the view back here (the machine's measured arm and "
                      "fault costs): no sparse eager lock to tell from a dense one");
     }
     d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 70);
-    /* Dense locks: the first tracked (nothing known), then 2 untracked, a tracked probe, 4
-     * untracked, a probe, 8 untracked... */
-    static const bool want[] = { true, false, false, true, false, false, false, false, true, false };
-    for (uint32_t k = 0; k < sizeof want / sizeof want[0]; k++)
-        cr_assert_eq(track_round(&d, true, k), want[k], "dense lock %u: %s, expected %s", k,
-                     want[k] ? "untracked" : "tracked", want[k] ? "tracked" : "untracked");
-    /* Still 7 untracked ones to go; then the probe finds the locks sparse, and every lock
-     * after is tracked. */
+    /* Dense locks, every one untracked: the first a probe (nothing known) whose verdict is
+     * dense, then 2 untracked, a probe, 4 untracked, a probe, 8 untracked... */
+    for (uint32_t k = 0; k < 10; k++)
+        cr_assert(!track_round(&d, true, k), "dense lock %u: tracked", k);
+    /* Still 7 untracked ones to go, then a probe (untracked too) finds the locks sparse, and
+     * every lock after is tracked. */
     uint32_t k = 10, untracked = 0;
     while (!track_round(&d, false, k++))
         cr_assert_lt(++untracked, 20u, "sparse locks stay untracked");
-    cr_assert_eq(untracked, 7u, "the back-off was not 8 locks");
+    cr_assert_eq(untracked, 8u, "the back-off and its probe were not 8 locks");
     for (int i = 0; i < 4; i++)
         cr_assert(track_round(&d, false, k++), "a sparse lock after a sparse probe went untracked");
     disc_close(&d);
@@ -991,11 +1007,17 @@ Test(lazy, new_allocation_at_a_released_address_is_tracked)
     require_anon_watch();
     struct disc d;
     reuse_open(&d, false);
+    if (!sparse_pays(&d, 71)) {
+        disc_close(&d);
+        cr_skip_test("tracking one page costs more than tiling the view back here: no lock is tracked after a "
+                     "sparse probe, fresh history or not");
+    }
     d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 72);
-    /* Dense locks until the history says untracked: the first tracked (nothing known), the
-     * second untracked, and one more untracked to go (range_want_track(): 2 after the first). */
-    cr_assert(track_round(&d, true, 0), "the first dense lock of an allocation went untracked");
-    cr_assert(!track_round(&d, true, 1), "the lock after a dense tracked one went tracked");
+    /* Dense locks until the history says untracked: the first a probe (nothing known) that
+     * finds it dense, the second untracked, and one more untracked to go (range_want_track():
+     * 2 after the first). */
+    cr_assert(!track_round(&d, true, 0), "the first dense lock of an allocation went tracked");
+    cr_assert(!track_round(&d, true, 1), "the lock after a dense probe went tracked");
     int range0;
     const uintptr_t a0 = instance_of(d.dev, d.h, &range0);
     if (!reuse_alloc(&d, a0, range0, 73)) {
@@ -1003,14 +1025,16 @@ Test(lazy, new_allocation_at_a_released_address_is_tracked)
         cr_skip_test("the new allocation did not get the destroyed one's instance address (so under "
                      "AddressSanitizer: no instance cache, freed memory quarantined): no history to inherit");
     }
-    /* Its first lock: tracked, on the same range - the history of the same address on it was
-     * the destroyed allocation's, and went with the range. */
-    const bool tracked = track_round(&d, false, 2);
+    /* Its first lock a probe (untracked), on the same range, and sparse: its second tracked -
+     * the history of the same address on the range was the destroyed allocation's, and went
+     * with it (inherited, the first lock would end the back-off and the second probe). */
+    cr_assert(!track_round(&d, false, 2), "the first lock of a new allocation went tracked");
     int range1;
     (void)instance_of(d.dev, d.h, &range1);
     cr_assert_eq(range1, range0, "the new allocation took range %d, not the destroyed one's %d", range1, range0);
-    cr_assert(tracked, "the first lock of a new allocation at a destroyed one's address went untracked: it "
-                       "inherited the destroyed allocation's history on range %d", range0);
+    cr_assert(track_round(&d, false, 3), "the second lock of a new allocation at a destroyed one's address, after "
+                                         "a sparse first, went untracked: it inherited the destroyed allocation's "
+                                         "history on range %d", range0);
     disc_close(&d);
 }
 
@@ -1021,18 +1045,18 @@ Test(lazy, new_allocation_at_a_released_address_starts_lazy)
     reuse_open(&d, true);
     d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 74);
     const size_t pages = d.ln / PAGE;
-    /* A lazy lock that writes every page (range_want_lazy(): it cost more than the eager
-     * untiling), then the history says eager: 1 of 2 eager, one more to go. */
+    /* A first writable lock - eager, an untracked probe (range_want_lazy()) - that writes every
+     * page, then the history says eager: 1 of 2 eager, one more to go. */
     unsigned char *p = range_lock(d.dev, d.h, 0);
     size_t res = t_resident_pages(p, d.ln);
-    cr_assert_eq(res, 0, "the first lock untiled %zu pages at once", res);
+    cr_assert_eq(res, pages, "the first writable lock was not eager: %zu of %zu pages there at once", res, pages);
     for (size_t pg = 0; pg < pages; pg++)
         p[pg * PAGE] = (unsigned char)pg;
     t_unlock(d.dev, d.h);
     p = range_lock(d.dev, d.h, VIDMM_LOCK_READ_ONLY);
     res = t_resident_pages(p, d.ln);
     t_unlock(d.dev, d.h);
-    cr_assert_eq(res, pages, "after a lazy lock that wrote every page: %zu of %zu pages there at once", res, pages);
+    cr_assert_eq(res, pages, "after a lock that wrote every page: %zu of %zu pages there at once", res, pages);
     int range0;
     const uintptr_t a0 = instance_of(d.dev, d.h, &range0);
     if (!reuse_alloc(&d, a0, range0, 75)) {
@@ -1050,5 +1074,77 @@ Test(lazy, new_allocation_at_a_released_address_starts_lazy)
                          "once: it inherited the destroyed allocation's history on range %d", res, range0);
     cr_assert_eq(memcmp(p, d.lin, PAGE), 0, "the new allocation's lazy view is not its surface");
     t_unlock(d.dev, d.h);
+    disc_close(&d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Writable streams go in counted (lazyview.c, issue 31): once a writable lock's faults stream,
+ * the chunks after are installed unprotected and every page of them counts as written (the
+ * unlock tiles them back whether the CPU wrote them or not), and the lock counts as a dense
+ * writer: the eager locks after it go untracked (lock.c range_note_lazy()). Seen through that:
+ * an allocation whose first lock (an eager probe) wrote one row, then a lazy lock that reads
+ * the whole view in page order - a stream - and writes one row; its next lock is eager (the
+ * lazy one filled everything) and, tracked or not, tells whether the stream was counted
+ * (track_round(): a GPU write during an eager lock, no fill running). A READ_ONLY stream is not
+ * counted (nothing is tiled back): after it the eager lock is tracked.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One lazy lock of d->h that reads the whole view in page order (writable: and writes row 1);
+ * checks it was lazy. */
+static void stream_round(struct disc *d, bool writable, uint32_t k)
+{
+    const size_t row = 1024 * 4;
+    unsigned char *p = range_lock(d->dev, d->h, writable ? 0 : VIDMM_LOCK_READ_ONLY);
+    cr_assert_eq(t_resident_pages(p, d->ln), 0, "lock %u: not lazy", k);
+    for (size_t o = 0; o < d->ln; o += 64)
+        (void)*(volatile const unsigned char *)(p + o);
+    if (writable)
+        memset(p + row, (int)(k * 7 + 1), row);
+    t_unlock(d->dev, d->h);
+    if (writable) {
+        disc_linear_of(d, d->h);
+        for (size_t i = 0; i < row; i++)
+            cr_assert_eq(d->buf[row + i], (unsigned char)(k * 7 + 1), "lock %u: row 1 written did not come back", k);
+    }
+}
+
+Test(lazy, writable_stream_goes_in_counted)
+{
+    require_lazy();
+    require_anon_watch();
+    struct disc d;
+    for (int lazy = 0; lazy < 2; lazy++) {
+        memset(&d, 0, sizeof d);
+        d.dev = lazy_dev_history(lazy, true);
+        t_surf_init(&d.s, VIDMM_TILING_BLOCK_LINEAR, 1024, 512, 1, 4, 1, 1);
+        t_surf_sizes(&d.s);
+        d.tn = (size_t)d.s.tiled;
+        d.ln = (size_t)d.s.linear;
+        d.tiled = malloc(d.tn);
+        d.lin = malloc(d.ln);
+        d.buf = malloc(d.tn > d.ln ? d.tn : d.ln);
+        cr_assert(d.tiled && d.lin && d.buf);
+        if (lazy)
+            break;
+        /* On an eager device (on the lazy one the lock after a sparse probe is lazy, and a GPU
+         * write during it would race with its fills). */
+        const bool pays = sparse_pays(&d, 76);
+        disc_close(&d);
+        if (!pays)
+            cr_skip_test("tracking one page costs more than tiling the view back here: no eager lock is tracked "
+                         "after a sparse probe, counted stream or not");
+    }
+    for (int writable = 0; writable < 2; writable++) {
+        d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 77 + (uint32_t)writable);
+        cr_assert(!track_round(&d, false, 10), "the first lock (an eager probe) went tracked");
+        stream_round(&d, writable, 11);
+        const bool tracked = track_round(&d, false, 12);
+        if (writable)
+            cr_assert(!tracked, "the eager lock after a writable lazy stream went tracked: the stream was not "
+                                "counted");
+        else
+            cr_assert(tracked, "the eager lock after a READ_ONLY lazy stream went untracked");
+        cr_assert_eq(vidmm_alloc_destroy(d.dev, d.h), 0);
+    }
     disc_close(&d);
 }

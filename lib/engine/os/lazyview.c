@@ -41,7 +41,23 @@
  * protection: each page moved is compared with a copy of its fill taken before the move (in
  * the bounce buffer), and one that differs counts as written ('raced'). An arming for a
  * READ_ONLY lock skips the copy, the protection and the comparison: nobody asks what it wrote.
- * VIDMM_LAZY=copy keeps UFFDIO_COPY (tests run both). */
+ * VIDMM_LAZY=copy keeps UFFDIO_COPY (tests run both).
+ *
+ * Writable streams go in counted (issue 31). A page installed write-protected costs, when the
+ * CPU then writes it, an asynchronous write-protect fault (1.6 us a page on the Zen 4,
+ * bench_track_costs' f.async) on top of the copy, protection and comparison of its chunk, while
+ * tiling a page back costs about 0.4 us (the whole re-tile of 64 MiB: 6 ms there). So once a
+ * writable arming streams (a sequential fault filled a whole LAZY_CHUNK_MAX chunk), the chunks
+ * from then on are installed unprotected - moved without the copy and the comparison, or copied
+ * without UFFDIO_COPY_MODE_WP - and every page of them counts as written ('raced'): the caller
+ * tiles them back, as an untracked eager lock tiles back everything. A fresh 64 MiB surface
+ * written whole through a lazy view: 40.9-43.4 ms protected against 25.7-27.2 ms counted (the two
+ * alternately in one process, 10 locks each, Zen 4 2 vCPUs, load 3-4). What it costs: pages the
+ * read-ahead filled past the last write (at most LAZY_AHEAD) are tiled back too, and a stream
+ * that reads much and writes little tiles back what it read (about the protection's own cost).
+ * Scattered faults are left alone: a sweep of the rest of the view once they passed a predicted
+ * break-even (measured, not kept) cost 28 ms against 24 ms page by page for every tenth page of
+ * 64 MiB written - the moves into the view and back, about 4 ms each, eat what the faults save. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -107,7 +123,8 @@ struct vmos_lazy {
     bool writes;                      /* the arming wants the pages written (vmos_lazy_arm()) */
     uint8_t *bounce;                  /* LAZY_CHUNK_MAX bytes, the handler's */
     uint8_t *stock;                   /* pages recycled through UFFDIO_MOVE; NULL: UFFDIO_COPY */
-    uint64_t *raced;                  /* pages written between their move and protection */
+    uint64_t *raced;                  /* pages written between their move and protection, and
+                                       * a counted stream's pages */
     uint64_t *stocked;                /* pages the stock has had (it gets them back at disarming) */
     uint64_t *moved;                  /* pages moved in since arming (moved back at disarming) */
     uint64_t *copied;                 /* pages copied in since arming (dropped at disarming) */
@@ -116,6 +133,8 @@ struct vmos_lazy {
     size_t ahead_end;                 /* read-ahead fills up to here (0: none) */
     int hold;                         /* threads waiting for 'mu' (atomic): read-ahead pauses */
     bool quiet;                       /* quiesced: no read-ahead until the next arming */
+    bool count_streams;               /* vmos_lazy_arm()'s: a writable stream may go in counted */
+    bool counted;                     /* installs go in unprotected and count as written */
     uint64_t faults;                  /* statistics: faults served, bytes filled */
     uint64_t filled;
 };
@@ -299,13 +318,18 @@ static size_t install(struct vmos_lazy *v, size_t off, size_t n)
         v->fill(v->ctx, off, n, dst);
     else
         memset(dst, 0, n); /* not locked: a stray access reads zeros rather than hang */
+    /* A writable stream's chunks ("Writable streams go in counted"): no protection, every page
+     * counted as written. */
+    const bool counted = v->armed && v->writes && v->counted;
     if (through_stock) {
-        const bool exact = v->armed && v->writes;
+        const bool exact = v->armed && v->writes && !counted;
         if (exact)
             memcpy(v->bounce, dst, n); /* to compare with after the move */
         const size_t done = move_in(v, off, n, exact);
         if (done > 0) {
             note(v, v->moved, off, done);
+            if (counted)
+                note(v, v->raced, off, done);
             return done;
         }
         /* Nothing moved: a page present at 'off' (the copy fails the same way), or one of the
@@ -318,12 +342,14 @@ static size_t install(struct vmos_lazy *v, size_t off, size_t n)
     c.dst = (uintptr_t)v->base + off;
     c.src = (uintptr_t)v->bounce;
     c.len = n;
-    c.mode = UFFDIO_COPY_MODE_WP;
+    c.mode = counted ? 0 : UFFDIO_COPY_MODE_WP;
     size_t done = n;
     if (ioctl(v->uffd, UFFDIO_COPY, &c) != 0)
         done = c.copy > 0 ? (size_t)c.copy : 0; /* partly: stopped at a present page */
     if (v->stock != NULL)
         note(v, v->copied, off, done);
+    if (counted)
+        note(v, v->raced, off, done);
     return done;
 }
 
@@ -346,6 +372,8 @@ static void serve(struct vmos_lazy *v, uintptr_t addr)
     } else {
         v->next = off + done;
         v->chunk = done;
+        if (seq && done == LAZY_CHUNK_MAX && v->armed && v->writes && v->count_streams && v->raced != NULL)
+            v->counted = true; /* a writable stream: its next chunks go in counted */
         /* A stream: read ahead from here. Anything else ends the read-ahead. */
         size_t end = v->armed && !v->quiet && seq && done == LAZY_CHUNK_MAX ? off + LAZY_AHEAD : 0;
         __atomic_store_n(&v->ahead_end, end < v->len ? end : v->len, __ATOMIC_RELAXED);
@@ -454,6 +482,9 @@ int vmos_lazy_create(size_t len, struct vmos_lazy **out)
         goto fail;
     }
     (void)madvise(v->base, v->len, MADV_NOHUGEPAGE); /* uffd fills base pages; so do moves */
+    /* The pages counted as written without a protection: a move's race, a counted stream's
+     * chunks (without this map no stream goes in counted). */
+    v->raced = calloc((v->len / v->page + 63) / 64, sizeof *v->raced);
     const char *lz = getenv("VIDMM_LAZY");
     uint64_t want = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_MOVE;
     if (lz != NULL && strcmp(lz, "copy") == 0)
@@ -486,7 +517,6 @@ int vmos_lazy_create(size_t len, struct vmos_lazy **out)
     if (want & api.features & UFFD_FEATURE_MOVE) { /* the kernel reports every feature it has */
         /* The stock: a failure here only leaves the copies. */
         void *st = mmap(NULL, v->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        v->raced = calloc((v->len / v->page + 63) / 64, sizeof *v->raced);
         v->stocked = calloc((v->len / v->page + 63) / 64, sizeof *v->stocked);
         v->moved = calloc((v->len / v->page + 63) / 64, sizeof *v->moved);
         v->copied = calloc((v->len / v->page + 63) / 64, sizeof *v->copied);
@@ -552,9 +582,11 @@ size_t vmos_lazy_len(const struct vmos_lazy *v)
     return v->len;
 }
 
-void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx, bool writes)
+void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx, bool writes, bool count_streams)
 {
     pthread_mutex_lock(&v->mu);
+    v->count_streams = count_streams;
+    v->counted = false;
     v->fill = fill;
     v->ctx = ctx;
     v->writes = writes;
@@ -611,8 +643,14 @@ int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words)
     if (words * 64 < pages)
         return VIDMM_E_INVALID_ARG;
     memset(bitmap, 0, words * sizeof *bitmap);
-    if (v->stock == NULL)
-        return scan_written(v, 0, v->len, bitmap);
+    if (v->stock == NULL) {
+        const int rc = scan_written(v, 0, v->len, bitmap);
+        hold_lock(v); /* the handler sets 'raced' (a counted stream's pages) */
+        for (size_t w = 0; v->raced != NULL && w < (pages + 63) / 64; w++)
+            bitmap[w] |= v->raced[w];
+        pthread_mutex_unlock(&v->mu);
+        return rc;
+    }
     /* Only the runs installed since arming can have been written: the scan of a whole view
      * walks every page-table entry its last full read left (the moves back leave the tables,
      * the MADV_DONTNEED of the copies freed them): lock + write one page + unlock after a
@@ -647,7 +685,9 @@ void vmos_lazy_disarm(struct vmos_lazy *v, struct vmos_lazy_stats *st)
     if (st != NULL) {
         st->faults = v->faults;
         st->filled = v->filled;
+        st->counted = v->counted;
     }
+    v->counted = false;
     v->faults = v->filled = 0;
     /* Every page goes: the next arming starts empty (and its pages fault in again). */
     drop_pages(v);

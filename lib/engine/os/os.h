@@ -89,14 +89,17 @@ struct vmos_lazy;
 typedef void (*vmos_lazy_fill)(void *ctx, size_t off, size_t len, uint8_t *dst);
 struct vmos_lazy_stats {
     uint64_t faults, filled;
+    bool counted;               /* a writable stream went in counted (vmos_lazy_arm()) */
 };
 int vmos_lazy_create(size_t len, struct vmos_lazy **out);
 uint8_t *vmos_lazy_base(const struct vmos_lazy *v);
 size_t vmos_lazy_len(const struct vmos_lazy *v);
 /* 'writes': the caller will ask vmos_lazy_written() for the pages written; without it the set
  * may miss a page another thread wrote while its chunk was being installed (a READ_ONLY lock's
- * view: nobody tiles back what it wrote), and installing costs less. */
-void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx, bool writes);
+ * view: nobody tiles back what it wrote), and installing costs less. 'count_streams' (with
+ * 'writes'): once the accesses stream, the chunks after go in unprotected and every page of
+ * them counts as written (lazyview.c "Writable streams go in counted"). */
+void vmos_lazy_arm(struct vmos_lazy *v, vmos_lazy_fill fill, void *ctx, bool writes, bool count_streams);
 int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words);
 /* vmos_lazy_quiesce() returns once no fill is in progress, every fill so far ordered before
  * the caller's next steps (it then writes what fills read). */
