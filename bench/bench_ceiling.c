@@ -13,7 +13,6 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define B_X86 1
 #else
@@ -28,14 +27,24 @@ __attribute__((target("xsave"))) static uint64_t xcr0(void)
     return _xgetbv(0);
 }
 
+/* CPUID with EBX named as an output. Not <cpuid.h>'s macros: clang 14's x86-64 ones save RBX in
+ * a register of the compiler's choice ("=r"), which it gave the leaf's own RAX when the EAX result
+ * was unused - CPUID then ran leaf 0x<low half of a pointer> and RBX, holding 'm', came back as a
+ * result register (vidmm_bench crashed in the clang preset's bench_smoke). */
+static void b_cpuid(unsigned leaf, unsigned sub, unsigned *a, unsigned *b, unsigned *c, unsigned *d)
+{
+    __asm__ volatile("cpuid" : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d) : "a"(leaf), "c"(sub));
+}
+
 void b_cpuid_probe(struct b_machine *m)
 {
     unsigned a, b, c, d;
     m->line = 64;
-    if (!__get_cpuid(0, &a, &b, &c, &d))
+    b_cpuid(0, 0, &a, &b, &c, &d);
+    if (a == 0)
         return;
     unsigned top = a;
-    __get_cpuid(1, &a, &b, &c, &d);
+    b_cpuid(1, 0, &a, &b, &c, &d);
     m->has_sse2 = (d >> 26) & 1;
     m->has_clflush = (d >> 19) & 1;
     /* CPUID.1:EBX[15:8]: the CLFLUSH line size in units of 8 bytes (SDM vol. 2A, CPUID). */
@@ -47,7 +56,7 @@ void b_cpuid_probe(struct b_machine *m)
     bool ymm = (xcr & 0x6) == 0x6;            /* XMM + YMM upper halves */
     bool zmm = ymm && (xcr & 0xe0) == 0xe0;   /* opmask + ZMM upper halves + ZMM16-31 */
     if (top >= 7) {
-        __cpuid_count(7, 0, a, b, c, d);
+        b_cpuid(7, 0, &a, &b, &c, &d);
         m->has_avx2 = avx && ymm && ((b >> 5) & 1);
         m->has_avx512f = zmm && ((b >> 16) & 1);
         m->has_clflushopt = (b >> 23) & 1;

@@ -114,7 +114,9 @@ if [ "$build" -eq 1 ]; then
       cmake --preset release &&
         cmake --build --preset release --target vidmm_bench vidmm_bench_gate vidmm_install_set -j "$(nproc)"
     else
-      cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+      # The release preset's flags (CMakePresets.json: -O3).
+      cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG" \
+        "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG" &&
         cmake --build "$build_dir" --target vidmm_bench vidmm_bench_gate vidmm_install_set -j "$(nproc)"
     fi
   } >"$run_dir/build.log" 2>&1

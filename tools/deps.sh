@@ -5,11 +5,14 @@
 # with apt-get; otherwise it prints the exact apt-get line and fails.
 VIDMM_DEB_PACKAGES=(cmake make gcc g++ pkg-config libcriterion-dev libbenchmark-dev liburing-dev
                     libhugetlbfs-dev git ca-certificates ccache)
-# What single modes of tools/test.sh need besides, installed only when they run: valgrind
-# memcheck; libFuzzer (clang 14 and its runtime libraries, which the clang package only
-# recommends) with llvm-symbolizer, so a crash's stack names functions and lines.
+# What single modes and presets of tools/test.sh need besides, installed only when they run:
+# valgrind memcheck; the clang preset's compilers (clang 14: clang and clang++); libFuzzer (clang 14
+# and its runtime libraries, which the clang package only recommends) with llvm-symbolizer, so a
+# crash's stack names functions and lines.
 # shellcheck disable=SC2034  # used by tools/test.sh, which sources this file
 VIDMM_DEB_PACKAGES_VALGRIND=(valgrind)
+# shellcheck disable=SC2034
+VIDMM_DEB_PACKAGES_CLANG=(clang)
 # shellcheck disable=SC2034
 VIDMM_DEB_PACKAGES_FUZZ=(clang libclang-rt-14-dev llvm-14)
 # The pictures of tools/bench.sh --plots and tools/bench_gate.sh --wall (tools/bench_report.sh says

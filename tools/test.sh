@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tools/test.sh - build and run every test suite: the release build (every backend against the
-# scalar reference, goldens, packaging checks), AddressSanitizer + UndefinedBehaviorSanitizer,
-# ThreadSanitizer (the concurrency tests) and the portable scalar-only build, each through its
-# CMake preset and CTest; then two modes of their own:
-#   valgrind  the engine's test programs under valgrind memcheck with the scalar backend, every
-#             test process traced, as many programs at a time as there are CPUs
-#             (VIDMM_VALGRIND_JOBS); any memcheck error or definite leak fails;
+# scalar reference, goldens, packaging checks), the same built with clang, AddressSanitizer +
+# UndefinedBehaviorSanitizer, ThreadSanitizer (the concurrency tests), the portable scalar-only
+# build and the generic one (lib/arch/generic: no CPU detection, no SIMD, no flush instruction),
+# each through its CMake preset and CTest; then two modes of their own:
+#   valgrind  the engine's test programs under valgrind memcheck with the scalar backend, and the
+#             kernel suites and corpus replays with the SSE2 and AVX2 backends, every test process
+#             traced, as many programs at a time as there are CPUs (VIDMM_VALGRIND_JOBS); any
+#             memcheck error or definite leak fails;
 #   fuzz      every libFuzzer target (clang, ASan + UBSan) for VIDMM_FUZZ_SECONDS (60) each, as
 #             many at once as there are CPUs, seeded with its corpus tests/fuzz/corpus/<name>/
 #             (new inputs go to a temporary directory, crash inputs to build/fuzz/artifacts/);
@@ -19,10 +21,11 @@ cd "$(dirname "$0")/.."
 . tools/deps.sh
 
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(release asan-ubsan tsan scalar-only valgrind fuzz)
+[ ${#presets[@]} -gt 0 ] || presets=(release clang asan-ubsan tsan scalar-only generic valgrind fuzz)
 mode_pkgs=()
 for p in "${presets[@]}"; do
   case $p in
+    clang) mode_pkgs+=("${VIDMM_DEB_PACKAGES_CLANG[@]}") ;;
     valgrind) mode_pkgs+=("${VIDMM_DEB_PACKAGES_VALGRIND[@]}") ;;
     fuzz) mode_pkgs+=("${VIDMM_DEB_PACKAGES_FUZZ[@]}") ;;
   esac
@@ -142,8 +145,20 @@ run_ctest_preset() {
 # (a thread in io_uring_enter() stops every other one there), each with a logged warning.
 # VIDMM_VALGRIND_PROGRAMS (an extended regex of target names) runs others instead. Programs run
 # side by side, the longest first (vg_weight), each with its tests in parallel as under CTest.
+#
+# The SIMD backends under memcheck too (issue 29): for each of VIDMM_VALGRIND_BACKENDS (sse2
+# avx2 avx512; empty: none), the kernel suites' tests of that backend (test_copy's copy_<b>/*, test_fill's fill_<b>/*,
+# test_reference's reference_<b>/*: every length, alignment and guard case, every layout against
+# the reference model; 43, 30 and 26 s a backend here, two programs at once, load 6-8) and the engine corpus replay with the backend forced (the engine's paging
+# copies, fills and swizzles through it), each run named <program>.<backend>; and the swizzle
+# corpus replay (fuzz_swizzle_replay), which calls every backend the CPU has in one process. The
+# scalar kernels are what every engine program runs. A backend valgrind's CPU lacks (avx512:
+# valgrind 3.19 has none) is reported skipped, with the reason, never run as a pass.
 # ---------------------------------------------------------------------------------------------
-VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|test_lock_dirty|fuzz_engine_replay)$'}
+VG_PROGRAMS=${VIDMM_VALGRIND_PROGRAMS:-'^(test_conf_[a-z0-9_]+|test_defects[0-9]+|test_contract[0-9]+|test_model|test_swap|test_io|test_rangeset|test_tiers|test_narrow_locks|test_lock_dirty|fuzz_engine_replay|fuzz_swizzle_replay)$'}
+VG_BACKENDS=${VIDMM_VALGRIND_BACKENDS-sse2 avx2 avx512}
+# The programs run once per backend: kernel suites (their <name>_<backend> suites) and replays.
+VG_BACKEND_PROGRAMS=(test_copy test_fill test_reference fuzz_engine_replay)
 # The programs that raise the huge page pool when run as root (those linking engine/t_hugepool.c):
 # each runs alone, after the others, as CTest runs them (RUN_SERIAL, tests/engine/os.cmake says
 # why: any other program's devices take pages of the raised pool).
@@ -159,14 +174,16 @@ VG_PROGRAM_JOBS=${VIDMM_VALGRIND_JOBS:-$jobs}
 # --list: "suite: N tests" lines), or for a corpus replay - one long process that replays every
 # input - the inputs in its corpus (70 took 17-23 s here, the time of 10-15 tests).
 vg_weight() {
-  local t=$1 last
+  local t=$1 last p=${1%.*} suite='[^:]*'
   last=$(awk -v t="$t" '$1 == t { print $2 }' build/valgrind/memcheck-times.txt 2>/dev/null)
+  # A run <program>.<backend> of a kernel suite: the tests of its <suite>_<backend> suite.
+  [[ $t == *.* ]] && suite="${p#test_}_${t##*.}"
   if [ -n "$last" ]; then
     echo "$last"
-  elif [[ $t == fuzz_*_replay ]]; then
-    find "$(corpus_of "$t")" -type f 2>/dev/null | wc -l
+  elif [[ $p == fuzz_*_replay ]]; then
+    find "$(corpus_of "$p")" -type f 2>/dev/null | wc -l
   else
-    "build/valgrind/tests/$t" --list 2>/dev/null | sed -n 's/^.*: \([0-9][0-9]*\) tests\{0,1\}$/\1/p' |
+    "build/valgrind/tests/$p" --list 2>/dev/null | sed -n "s/^$suite: \([0-9][0-9]*\) tests\{0,1\}\$/\1/p" |
       awk '{ s += $1 } END { print s + 0 }'
   fi
 }
@@ -193,15 +210,21 @@ pool_wait() {
   unset "pool_name[$pid]" "pool_t0[$pid]"
 }
 
-# vg_run <program>: the program under memcheck, every test process traced, each writing its own
+# vg_run <run>: the program under memcheck, every test process traced, each writing its own
 # log. Its exit status is the mode's verdict on the program, with the logs' ERROR SUMMARY lines.
+# A run <program>.<backend> forces that backend (a replay) or runs that backend's suite (a kernel
+# suite); a plain <program> runs with the scalar backend.
 vg_run() {
-  local t=$1 args=(--short-filename -j"$jobs")
-  [[ $t == fuzz_*_replay ]] && args=("$(corpus_of "$t")")
-  VIDMM_BACKEND=scalar exec timeout -k 30 1800 \
+  local t=$1 p=${1%.*} be=scalar args=(--short-filename -j"$jobs")
+  if [[ $t == *.* ]]; then
+    be=${t##*.}
+    args+=("--filter=${p#test_}_$be/*")
+  fi
+  [[ $p == fuzz_*_replay ]] && args=("$(corpus_of "$p")")
+  VIDMM_BACKEND=$be exec timeout -k 30 1800 \
     valgrind --tool=memcheck --trace-children=yes --error-exitcode=99 --num-callers=32 \
     --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --vgdb=no \
-    --log-file="$logs/$t.%p.log" "build/valgrind/tests/$t" "${args[@]}" >"$logs/$t.out" 2>&1
+    --log-file="$logs/$t.%p.log" "build/valgrind/tests/$p" "${args[@]}" >"$logs/$t.out" 2>&1
 }
 
 # vg_report <program> <exit status> <seconds>: its line; for a failed program, the end of its
@@ -242,17 +265,32 @@ run_valgrind() {
     summary[valgrind]="no program to run"
     return 0
   fi
-  build valgrind "${progs[@]}"
+  local be_progs=() be_runs=() be_skipped=() b p
+  [ -z "$VG_BACKENDS" ] || mapfile -t be_progs < <(targets_matching "$dir" "^($(IFS='|'; echo "${VG_BACKEND_PROGRAMS[*]}"))\$")
+  build valgrind $(printf '%s\n' "${progs[@]}" "${be_progs[@]}" | sort -u)
   span "t_build[valgrind]" "$t0" "$c0"
   mark; t0=$m_wall; c0=$m_cpu
-  echo "=== vidmm: valgrind: memcheck, scalar backend, $VG_PROGRAM_JOBS programs at once: ${progs[*]}"
+  # Each backend asked for, where valgrind's CPU has it: the replay exits 77 for a backend it
+  # cannot run (tests/fuzz/fuzz_replay.c) before it reads any input.
+  for b in $VG_BACKENDS; do
+    if [ ! -x "$dir/tests/fuzz_engine_replay" ]; then
+      be_skipped+=("$b (no fuzz_engine_replay to probe it with)")
+    elif VIDMM_BACKEND=$b valgrind --tool=none --log-file=/dev/null "$dir/tests/fuzz_engine_replay" /dev/null \
+         >/dev/null 2>&1; [ $? -eq 77 ]; then
+      be_skipped+=("$b (not on valgrind's CPU or this one)")
+    else
+      for p in "${be_progs[@]}"; do be_runs+=("$p.$b"); done
+    fi
+  done
+  echo "=== vidmm: valgrind: memcheck, $VG_PROGRAM_JOBS programs at once: scalar backend: ${progs[*]}"
+  [ -z "$VG_BACKENDS" ] || echo "=== vidmm: valgrind: backends $VG_BACKENDS: ${be_runs[*]:-none}${be_skipped:+; skipped: ${be_skipped[*]}}"
   logs=$dir/memcheck
   rm -rf "$logs"
   mkdir -p "$logs"
   local queue=() alone=()
-  for t in "${progs[@]}"; do
-    if [[ $t == fuzz_*_replay ]] && [ -z "$(find "$(corpus_of "$t")" -type f 2>/dev/null | head -n 1)" ]; then
-      echo "$t: no corpus in $(corpus_of "$t"): nothing to replay (its CTest replay fails for that)"
+  for t in "${progs[@]}" "${be_runs[@]}"; do
+    if [[ ${t%.*} == fuzz_*_replay ]] && [ -z "$(find "$(corpus_of "${t%.*}")" -type f 2>/dev/null | head -n 1)" ]; then
+      echo "$t: no corpus in $(corpus_of "${t%.*}"): nothing to replay (its CTest replay fails for that)"
       continue
     fi
     if [[ $t =~ $VG_ALONE ]]; then alone+=("$t"); else queue+=("$t"); fi
@@ -270,6 +308,7 @@ run_valgrind() {
   cp "$logs/times.txt" "$dir/memcheck-times.txt" 2>/dev/null || true
   summary[valgrind]="$((n_prog - n_fail)) of $n_prog programs clean"
   [ "$n_fail" -eq 0 ] || { summary[valgrind]+=" ($n_err memcheck errors; logs in $logs)"; status=1; }
+  [ -z "$VG_BACKENDS" ] || summary[valgrind]+=" (scalar; ${#be_runs[@]} of them with $VG_BACKENDS${be_skipped:+; skipped: ${be_skipped[*]}})"
   span "t_run[valgrind]" "$t0" "$c0"
   return 0
 }

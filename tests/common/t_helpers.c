@@ -36,6 +36,9 @@
 #ifndef T_BUILT_NEON
 #  define T_BUILT_NEON 0
 #endif
+#ifndef T_ARCH_X86
+#  define T_ARCH_X86 0
+#endif
 
 /* ---------------------------------------------------------------------------------------------
  * Seed and PRNG.
@@ -293,6 +296,11 @@ bool t_movdir64b_built(void)
     return T_BUILT_MOVDIR64B;
 }
 
+bool t_arch_x86(void)
+{
+    return T_ARCH_X86;
+}
+
 uint64_t t_cpu_usable(void)
 {
     struct vidmm_cpu_info info;
@@ -347,7 +355,7 @@ void t_require_backend(enum vidmm_backend b)
     cr_assert_eq(t_find_not(dst, sizeof(dst), T_SENTINEL), -1, "a refused %s call wrote to the destination", name);
 
     if (!built)
-        cr_skip_test("the %s backend is not built (VIDMM_SIMD / VIDMM_NO_*)", name);
+        cr_skip_test("the %s backend is not built (VIDMM_ARCH / VIDMM_SIMD / VIDMM_NO_*)", name);
     char missing[128];
     missing_features(need, usable, missing, sizeof(missing));
     struct vidmm_cpu_info info;

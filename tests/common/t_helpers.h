@@ -74,6 +74,9 @@ uint64_t t_backend_cpu_bits(enum vidmm_backend b);
 bool t_backend_built(enum vidmm_backend b);
 /* t_movdir64b_built() tells whether the library has its MOVDIR64B copy (VIDMM_SIMD=auto, x86). */
 bool t_movdir64b_built(void);
+/* t_arch_x86() tells whether the library detects the CPU with its x86 layer (lib/arch/x86): an
+ * x86 build, not VIDMM_ARCH=generic, whose layer knows no CPU feature whatever the processor. */
+bool t_arch_x86(void);
 uint64_t t_cpu_usable(void);
 void t_require_backend(enum vidmm_backend b);
 
