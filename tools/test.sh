@@ -265,7 +265,7 @@ run_valgrind() {
     summary[valgrind]="no program to run"
     return 0
   fi
-  local be_progs=() be_runs=() be_skipped=() b p
+  local be_progs=() be_runs=() be_ran=() be_skipped=() b p
   [ -z "$VG_BACKENDS" ] || mapfile -t be_progs < <(targets_matching "$dir" "^($(IFS='|'; echo "${VG_BACKEND_PROGRAMS[*]}"))\$")
   build valgrind $(printf '%s\n' "${progs[@]}" "${be_progs[@]}" | sort -u)
   span "t_build[valgrind]" "$t0" "$c0"
@@ -279,6 +279,7 @@ run_valgrind() {
          >/dev/null 2>&1; [ $? -eq 77 ]; then
       be_skipped+=("$b (not on valgrind's CPU or this one)")
     else
+      be_ran+=("$b")
       for p in "${be_progs[@]}"; do be_runs+=("$p.$b"); done
     fi
   done
@@ -308,7 +309,7 @@ run_valgrind() {
   cp "$logs/times.txt" "$dir/memcheck-times.txt" 2>/dev/null || true
   summary[valgrind]="$((n_prog - n_fail)) of $n_prog programs clean"
   [ "$n_fail" -eq 0 ] || { summary[valgrind]+=" ($n_err memcheck errors; logs in $logs)"; status=1; }
-  [ -z "$VG_BACKENDS" ] || summary[valgrind]+=" (scalar; ${#be_runs[@]} of them with $VG_BACKENDS${be_skipped:+; skipped: ${be_skipped[*]}})"
+  [ -z "$VG_BACKENDS" ] || summary[valgrind]+=" (scalar; ${#be_runs[@]} of them with ${be_ran[*]:-no other backend}${be_skipped:+; skipped: ${be_skipped[*]}})"
   span "t_run[valgrind]" "$t0" "$c0"
   return 0
 }
