@@ -371,10 +371,12 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  * grouped per kernel call or one at a time, the streaming pair walk - and keeps the fastest, in
  * each direction, within a budget of VIDMM_SWIZZLE_TUNE_BUDGET_NS (rounds stop at the budget;
  * at least three run, so a loaded machine may take somewhat longer): on scratch buffers of the
- * plan's layout, element size and row length, a band of whole tile rows of at most 2 MiB (the
- * whole subresource when smaller), the walks chosen as for the plan's real size; timed warm
- * after an untimed copy, or cold - the band's lines flushed first - when the plan's copies
- * exceed the streaming threshold (they do not fit the cache either). A walk is kept over the
+ * plan's layout, element size and row length, a band of whole tile rows of at most 2 MiB or the
+ * L2's size (the whole subresource when smaller), the walks chosen as for the plan's real size;
+ * timed warm after an untimed copy - on a band out of the L2 when the plan's copies are - or
+ * cold - the band's lines flushed first - when the plan's copies exceed the streaming threshold
+ * (they do not fit the cache either). Walks much slower than the fastest after the first rounds
+ * are timed no more, so the budget goes to those that may win. A walk is kept over the
  * default only when its median is at least 5% faster (10% on a cold band, which tells the walks
  * apart less well) and it beat the default in 3 rounds of 4.
  * Every walk copies the same bytes.

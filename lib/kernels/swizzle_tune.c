@@ -146,27 +146,41 @@ bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_
  * budget is spent (at least TUNE_MIN_ROUNDS rounds, at most TUNE_MAX_ROUNDS); each keeps its
  * median. The walks are chosen as for the plan's real size ('moved': the streaming threshold
  * decides on it), whatever the scratch's. The scratch is a band of whole tile rows (tile slabs
- * for 3D) of at most TUNE_BAND bytes - the whole subresource when smaller - shrunk further when
- * TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget:
- *  - copies below the streaming threshold (they fit the cache) are timed warm, as a program
- *    copying the same surface again and again sees them; a band of 2 MiB both sides (4 MiB) is
- *    out of the L2 as the plan's own would be;
+ * for 3D) of at most TUNE_BAND bytes a side, or the L2's size where that is larger - the whole
+ * subresource when smaller:
+ *  - copies below the streaming threshold are timed warm, as a program copying the same surface
+ *    again and again sees them. The band must then be where the plan's copy is: out of the L2
+ *    when the plan's is. A band shrunk into the L2 to fit the budget measured another machine:
+ *    on a 2-vCPU Xeon (Emerald Rapids, 2 MiB L2; 2026-12-02) the 4 MiB Intel Y swizzle's nine
+ *    walks were timed on a 128 KiB band, where the ordinary-store strips won, while through the
+ *    4 MiB surface the streaming tile walk took 0.31-0.35 ms against their 0.45-0.51
+ *    (bench_swizzle_tune 21 4 intel_y). A warm band is therefore never shrunk below the L2's
+ *    size (or the subresource's);
  *  - copies at or above it are timed cold, both sides of the band flushed from the caches before
  *    each copy (vidmm_flush()), so that the loads miss and the stores need their lines read for
  *    ownership as they do through a surface larger than the cache, without faulting in that much
- *    scratch memory.
+ *    scratch memory; a cold band may shrink to TUNE_MIN_BAND.
+ * The budget goes to the candidates that may win: a candidate TUNE_DROP_FIRST times slower than
+ * the fastest in the first round, or whose median is TUNE_DROP times the fastest median after
+ * any later one, is timed no more (the default always is: each round's candidates are compared
+ * with it). Of the nine walks of that swizzle, two drop after the first round and all but two
+ * or three after the second. The band shrinks (as far as it may) only when the first rounds
+ * would not fit the budget.
  * ------------------------------------------------------------------------------------------- */
 #define TUNE_MIN_ROUNDS 5
 #define TUNE_MAX_ROUNDS 15
+#define TUNE_DROP_FIRST 1.5
+#define TUNE_DROP 1.25
 #define TUNE_BAND (2u << 20)
 #define TUNE_MIN_BAND (64u << 10)
 /* A walk replaces the default only when its median is this much faster (and it was faster in 3
- * rounds of 4): rounds on a shared machine scatter by several percent, and a tie must keep the
- * rules. Cold bands ask for more: on them (0.5-2 MiB, flushed) walks that differ by 1.4x through
- * a whole 64 MiB surface measured within 6% of each other - the D3D 4 KB swizzle of 4096^2 x 4
- * bytes, four-row strips with streaming stores 13.9 ms against the streaming tile walk's 20.0 ms,
- * 105-113 us each on the band, the latter kept once in 4 measurements at a 2% margin - and a
- * measured plan must never lose to the default (Cascade Lake, load average 5, 2026-11-28). */
+ * rounds of 4 of those it ran in): rounds on a shared machine scatter by several percent, and a
+ * tie must keep the rules. Cold bands ask for more: on them (0.5-2 MiB, flushed) walks that
+ * differ by 1.4x through a whole 64 MiB surface measured within 6% of each other - the D3D 4 KB
+ * swizzle of 4096^2 x 4 bytes, four-row strips with streaming stores 13.9 ms against the
+ * streaming tile walk's 20.0 ms, 105-113 us each on the band, the latter kept once in 4
+ * measurements at a 2% margin - and a measured plan must never lose to the default (Cascade
+ * Lake, load average 5, 2026-11-28). */
 #define TUNE_MIN_GAIN 1.05
 #define TUNE_MIN_GAIN_COLD 1.10
 
@@ -286,13 +300,39 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* l2_bytes() is the L2's size a core (vidmm_cpu_info), 0 when unknown. */
+static uint64_t l2_bytes(void)
+{
+    static _Atomic uint64_t cached; /* the size + 1; 0 not read yet */
+    uint64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == 0) {
+        struct vidmm_cpu_info info;
+        memset(&info, 0, sizeof info);
+        info.size = sizeof info;
+        vidmm_arch_cpu_describe(&info);
+        v = info.l2_bytes + 1;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v - 1;
+}
+
+/* median_of() is the median of the first 'n' (> 0) of 'v', which it leaves unsorted. */
+static uint64_t median_of(const uint64_t *v, unsigned n)
+{
+    uint64_t t[TUNE_MAX_ROUNDS];
+    memcpy(t, v, n * sizeof(*v));
+    qsort(t, n, sizeof(uint64_t), cmp_u64);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
 int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *m, uint64_t moved,
                            enum vidmm_swz_dir dir, enum vidmm_backend backend, enum vidmm_strategy strategy,
                            uint64_t budget_ns, const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *best)
 {
     struct vidmm_swz_tune cand[VIDMM_SWZ_MAX_CANDIDATES];
     uint64_t times[VIDMM_SWZ_MAX_CANDIDATES][TUNE_MAX_ROUNDS];
-    unsigned order[VIDMM_SWZ_MAX_CANDIDATES];
+    unsigned order[VIDMM_SWZ_MAX_CANDIDATES], nr[VIDMM_SWZ_MAX_CANDIDATES];
+    bool alive[VIDMM_SWZ_MAX_CANDIDATES];
     double gain = 1.0;
     int err;
 
@@ -301,11 +341,14 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
     if (n > 1) {
         const uint64_t start = now_ns();
         const bool cold = moved >= vidmm_nt_threshold();
-        const uint64_t sub = (uint64_t)m->w * m->h * m->d * m->elem;
+        const uint64_t sub = (uint64_t)m->w * m->h * m->d * m->elem, l2 = l2_bytes();
+        const uint64_t first = sub < TUNE_BAND ? sub : l2 > TUNE_BAND && sub > TUNE_BAND ? (sub < l2 ? sub : l2) : TUNE_BAND;
+        /* The smallest band the race may shrink to: warm, the L2's size (see above). */
+        const uint64_t floor_band = cold ? TUNE_MIN_BAND : l2 > TUNE_MIN_BAND ? (l2 < first ? l2 : first) : TUNE_MIN_BAND;
         struct scratch *sc = malloc(sizeof(*sc));
         if (sc == NULL)
             return VIDMM_E_NO_MEMORY;
-        if ((err = band_open(s, m, sub < TUNE_BAND ? sub : TUNE_BAND, sc)) < 0) {
+        if ((err = band_open(s, m, first, sc)) < 0) {
             free(sc);
             return 0; /* a band the family refuses: keep the rules */
         }
@@ -314,35 +357,41 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
             return err;
         }
         /* The default once untimed (the code and the band warm), then once timed, with the flush
-         * when cold: if TUNE_MIN_ROUNDS rounds of every candidate would not fit the budget, a
-         * smaller band in the same buffers. */
+         * when cold: if the race's first rounds would not fit the budget, a smaller band in the
+         * same buffers (not below floor_band). */
         (void)time_one(sc, &cand[0], dir, backend, strategy, moved, false);
         const uint64_t f0 = now_ns();
-        const uint64_t t1 = time_one(sc, &cand[0], dir, backend, strategy, moved, cold);
-        const uint64_t round = (uint64_t)n * (now_ns() - f0) + 1;
+        (void)time_one(sc, &cand[0], dir, backend, strategy, moved, cold);
+        const uint64_t one = now_ns() - f0 + 1;
+        const unsigned later = n < 4 ? n : 4; /* candidates left after the race, about */
+        const uint64_t need = one * ((uint64_t)n * 2 + (uint64_t)later * (TUNE_MIN_ROUNDS - 2));
         const uint64_t spent0 = now_ns() - start, left = budget_ns > spent0 ? budget_ns - spent0 : 0;
         const uint64_t bytes = (uint64_t)sc->m.w * sc->m.h * sc->m.d * sc->m.elem;
-        (void)t1;
-        if (round * TUNE_MIN_ROUNDS > left && bytes > TUNE_MIN_BAND) {
-            uint64_t smaller = (uint64_t)((double)bytes * (double)left / (double)(round * TUNE_MIN_ROUNDS));
-            if (smaller < TUNE_MIN_BAND)
-                smaller = TUNE_MIN_BAND;
+        if (need > left && bytes > floor_band) {
+            uint64_t smaller = (uint64_t)((double)bytes * (double)left / (double)need);
+            if (smaller < floor_band)
+                smaller = floor_band;
             unsigned char *tb = sc->tiled, *lb = sc->linear;
             const size_t tc = sc->tiled_cap, lc = sc->linear_cap;
             if (band_open(s, m, smaller, sc) < 0 || sc->tiled_bytes > tc || sc->linear_bytes > lc)
-                (void)band_open(s, m, sub < TUNE_BAND ? sub : TUNE_BAND, sc); /* keep the first band */
+                (void)band_open(s, m, first, sc); /* keep the first band */
             sc->tiled = tb;
             sc->linear = lb;
             sc->tiled_cap = tc;
             sc->linear_cap = lc;
         }
+        for (unsigned c = 0; c < n; c++) {
+            alive[c] = true;
+            nr[c] = 0;
+        }
         uint64_t rng = 0x9E3779B97F4A7C15ull ^ start;
-        unsigned rounds = 0;
-        const uint64_t loop0 = now_ns();
+        unsigned rounds = 0, nalive = n; /* rounds: the default's, every round */
         while (rounds < TUNE_MAX_ROUNDS) {
+            unsigned na = 0;
             for (unsigned j = 0; j < n; j++)
-                order[j] = j;
-            for (unsigned j = n - 1; j > 0; j--) {
+                if (alive[j])
+                    order[na++] = j;
+            for (unsigned j = na - 1; j > 0; j--) {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
@@ -350,12 +399,32 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
                 order[j] = order[x];
                 order[x] = tmp;
             }
-            for (unsigned j = 0; j < n; j++)
-                times[order[j]][rounds] = time_one(sc, &cand[order[j]], dir, backend, strategy, moved, cold);
+            const uint64_t r0 = now_ns();
+            for (unsigned j = 0; j < na; j++) {
+                const unsigned c = order[j];
+                times[c][nr[c]++] = time_one(sc, &cand[c], dir, backend, strategy, moved, cold);
+            }
             rounds++;
+            const uint64_t t = now_ns(), this_round = t - r0;
+            {
+                /* The race: the slow ones drop (never the default). */
+                const double drop = rounds == 1 ? TUNE_DROP_FIRST : TUNE_DROP;
+                uint64_t med[VIDMM_SWZ_MAX_CANDIDATES], lo = UINT64_MAX;
+                for (unsigned c = 0; c < n; c++)
+                    if (alive[c] && (med[c] = median_of(times[c], nr[c])) < lo)
+                        lo = med[c];
+                nalive = 0;
+                for (unsigned c = 0; c < n; c++) {
+                    if (alive[c] && c != 0 && (double)med[c] >= drop * (double)lo)
+                        alive[c] = false;
+                    nalive += alive[c];
+                }
+            }
             /* Stop before a round that would end past the budget, once TUNE_MIN_ROUNDS are in
              * (or 3, past half as much again: a loaded machine's rounds run long). */
-            const uint64_t t = now_ns(), spent = t - start, next = (t - loop0) / rounds;
+            const uint64_t spent = t - start, next = this_round / na * nalive;
+            if (nalive == 1) /* only the default left: it stays */
+                break;
             if ((rounds >= TUNE_MIN_ROUNDS && spent + next > budget_ns) ||
                 (rounds >= 3 && spent + next > budget_ns + budget_ns / 2))
                 break;
@@ -364,32 +433,32 @@ int vidmm_swz_tune_measure(const struct vidmm_swz_surface *s, const struct vidmm
         free(sc->tiled);
         free(sc->linear);
         free(sc);
-        /* Rounds each candidate beat the default in (same round, so the same state of the
-         * machine): a winner must also win at least 3 rounds in 4, not only by its median. */
-        unsigned beat[VIDMM_SWZ_MAX_CANDIDATES];
-        for (unsigned c = 0; c < n; c++) {
-            beat[c] = 0;
-            for (unsigned r = 0; r < rounds; r++)
-                beat[c] += times[c][r] < times[0][r];
-        }
+        /* A winner must also beat the default in at least 3 of 4 of the rounds it ran in (the
+         * same round, so the same state of the machine), not only by its median; only a
+         * candidate still in the race may win. */
         uint64_t med[VIDMM_SWZ_MAX_CANDIDATES];
         unsigned win = 0;
         for (unsigned c = 0; c < n; c++) {
-            qsort(times[c], rounds, sizeof(uint64_t), cmp_u64);
-            med[c] = rounds % 2 ? times[c][rounds / 2] : (times[c][rounds / 2 - 1] + times[c][rounds / 2]) / 2;
+            if (!alive[c])
+                continue;
+            med[c] = median_of(times[c], nr[c]);
             if (med[c] < med[win])
                 win = c;
         }
+        unsigned beat = 0;
+        for (unsigned r = 0; r < nr[win]; r++)
+            beat += times[win][r] < times[0][r];
         if (win != 0 && (double)med[0] >= (cold ? TUNE_MIN_GAIN_COLD : TUNE_MIN_GAIN) * (double)med[win] &&
-            4 * beat[win] >= 3 * rounds) {
+            4 * beat >= 3 * nr[win]) {
             *best = cand[win];
             gain = (double)med[0] / (double)(med[win] > 0 ? med[win] : 1);
         }
         if (vidmm_log_enabled(VIDMM_LOG_DEBUG))
             vidmm_log(VIDMM_LOG_DEBUG, "swizzle plan measured: tiling %u, %u-byte elements, 2^%u bytes, %s: %u walks "
-                      "on a %s band of %llu bytes, %u rounds in %.1f ms; walk %u (%.0f ns) against the default's "
-                      "%.0f ns: %s", k->tiling, k->elem, k->size_class, dir == VIDMM_SWZ_TILE ? "swizzle" : "deswizzle",
-                      n, cold ? "cold" : "warm", (unsigned long long)band, rounds, (double)spent * 1e-6, win,
+                      "on a %s band of %llu bytes, %u rounds (%u walks in the last) in %.1f ms; walk %u (%.0f ns) "
+                      "against the default's %.0f ns: %s", k->tiling, k->elem, k->size_class,
+                      dir == VIDMM_SWZ_TILE ? "swizzle" : "deswizzle", n, cold ? "cold" : "warm",
+                      (unsigned long long)band, rounds, nalive, (double)spent * 1e-6, win,
                       (double)med[win], (double)med[0], gain > 1.0 ? "kept" : "the default stays");
     }
     pthread_mutex_lock(&tune_lock);
