@@ -376,7 +376,11 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  * timed warm after an untimed copy - on a band out of the L2 when the plan's copies are - or
  * cold - the band's lines flushed first - when the plan's copies exceed the streaming threshold
  * (they do not fit the cache either). Walks much slower than the fastest after the first rounds
- * are timed no more, so the budget goes to those that may win. A walk is kept over the
+ * are timed no more, so the budget goes to those that may win. The copy is timed alone: below
+ * the threshold a walk with streaming stores may win it (a 4 MiB surface on an Emerald Rapids
+ * Xeon), and a program that reads the destination right after pays for the lines it then finds
+ * out of the cache (docs/emr-2026-12-02.md: 4 MiB copied and read, 619 us with ordinary stores
+ * against 683). A walk is kept over the
  * default only when its median is at least 5% faster (10% on a cold band, which tells the walks
  * apart less well) and it beat the default in 3 rounds of 4.
  * Every walk copies the same bytes.
