@@ -37,6 +37,14 @@ bool vidmm_arch_stream_linear_rows(void);
  * figures), 0 elsewhere (not measured). Computed once. */
 uint64_t vidmm_arch_gob_tile_walk_max(void);
 
+/* vidmm_arch_lines_tile_walk() is another: whether a swizzle of a lines16 layout (Intel Y, Tile4,
+ * the D3D / AMD tables of 4-byte elements) that fits the cache walks whole tiles a line at a
+ * time (swz_lines16) instead of four-row strips across the surface. True on Intel (an Emerald
+ * Rapids Xeon: 4 MiB Intel Y 0.40 ms against 0.52; lib/arch/x86/kernels_template.h), false
+ * elsewhere (the strips were measured best on a Zen 3, against the row-pair tile walk; the
+ * line walk not measured there). Computed once. */
+bool vidmm_arch_lines_tile_walk(void);
+
 /* vidmm_arch_flush() maintains every line overlapping [p, p + n) with 'insn' (never AUTO; the
  * caller checked the CPU has it and that it can do 'op'), with the fences of kernels.h. n > 0. */
 void vidmm_arch_flush(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn);

@@ -111,6 +111,11 @@ struct vidmm_kernel_ops {
      * aligned and 'tile' 32-byte aligned. No fence. NULL in the scalar table. */
     void (*swz_lines16_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
+    /* swz_lines16: the same lines with ordinary stores, for a swizzle that fits the cache: four
+     * runs of the four rows at a time, each linear line read once (no alignment asked; runs left
+     * over from groups of four move 16 bytes at a time). NULL in the scalar table. */
+    void (*swz_lines16)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
+                        const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
     void (*swz_qlines8_nt)(unsigned char *tile, const unsigned char *lin, size_t row_pitch, const uint32_t *xo,
                            const uint32_t *yo, uint32_t zoff, unsigned ncols, unsigned nquads);
     /* Strips of four rows across 'ntile' tiles of a lines16 layout (swz_lines16_nt above), the

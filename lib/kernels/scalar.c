@@ -65,6 +65,7 @@ const struct vidmm_kernel_ops vidmm_ops_scalar = {
     .unswz_pairs16_nt = NULL,
     .swz_quads8 = NULL,
     .unswz_quads8 = NULL,
+    .swz_lines16 = NULL,
     .swz_lines16_nt = NULL,
     .swz_qlines8_nt = NULL,
     .swz_strip16 = NULL,

@@ -493,7 +493,7 @@ static inline __attribute__((always_inline)) void
 copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled, unsigned char *linear,
            size_t row_pitch, size_t slice_pitch, enum dir dir, enum nt_walk nt_walk, const uint16_t *inv,
            const struct vidmm_kernel_ops *stream_ops, const struct vidmm_kernel_ops *ops, bool grouped,
-           enum strip_walk strip_walk, bool pairs_nt)
+           enum strip_walk strip_walk, bool pairs_nt, bool lines)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
@@ -506,7 +506,7 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
     uint32_t group = 1;
     if (pairs_nt && t->tw_log2 < 12)
         group = (dir == TILE ? PAIRS_NT_TILE_ROW_BYTES : GROUP_ROW_BYTES) >> t->tw_log2;
-    else if (grouped && nt_walk == NT_NONE && stream_ops == NULL &&
+    else if (grouped && !lines && nt_walk == NT_NONE && stream_ops == NULL &&
              ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
              t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1)
         group = GROUP_ROW_BYTES >> t->tw_log2;
@@ -571,6 +571,12 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
                                            zoff >> 4);
                         break;
                     }
+                    continue;
+                }
+                if (whole && lines && (zoff & 48) == 0) {
+                    /* A whole tile of a swizzle in the cache, a line at a time (choose_walk()). */
+                    ops->swz_lines16(tb, lslice + (size_t)(r0 - b->y) * row_pitch + (c0 - x0), row_pitch, t->xo,
+                                     t->yo, zoff, (unsigned)((tw_mask + 1) >> t->run_log2), (th_mask + 1) / 4);
                     continue;
                 }
                 if (whole && stream_ops != NULL && zoff % 16 == 0) {
@@ -833,7 +839,8 @@ static __attribute__((noinline)) void copy_tiles_pairs_nt(const struct vidmm_swz
                                                           size_t row_pitch, size_t slice_pitch, enum dir dir,
                                                           const struct vidmm_kernel_ops *ops)
 {
-    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops, false, STRIPS_NONE, true);
+    copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops, false, STRIPS_NONE, true,
+               false);
 }
 
 /* The walk chosen for one copy: run_copy() takes it, vidmm_swz_walk_of() reports it. */
@@ -845,6 +852,7 @@ struct walk_choice {
     bool grouped;                       /* tiles grouped per kernel call (no streaming stores) */
     bool pairs_nt;                      /* grouped, with the streaming pair kernels */
     bool long_nt;                       /* the long-row walk with streaming stores (long_rows_nt()) */
+    bool lines;                         /* whole tiles of a swizzle in the cache through swz_lines16 */
     const struct vidmm_kernel_ops *ops;
 };
 
@@ -1000,6 +1008,23 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     w->grouped = !big && !(dir == TILE && t->pair16 && !t->lines && t->tw_log2 == 6 &&
                            stream_bytes <= vidmm_arch_gob_tile_walk_max());
     w->pairs_nt = pairs_nt;
+    /* A swizzle of a lines16 layout in the cache walks whole tiles a line at a time instead of
+     * the four-row strips where the CPU kind's policy says so (vidmm_arch_lines_tile_walk()):
+     * 4 MiB Intel Y 0.40 ms against 0.52 for the strips on an Emerald Rapids Xeon (the kernel,
+     * kernels_template.h lines16_body(), has the figures; Mesa ISL's 0.81-0.88 -> 0.99-1.01).
+     * Only where a run's next quad is the next line (y2 right above y1: Intel Y), so that the
+     * four lines of a quad are four sequential streams: Tile4 (x4 there) lost, 0.99-1.05 ->
+     * 0.90-0.93 of ISL at 4 MiB. On the Zen 3 the strips were chosen on, they beat the row-pair
+     * tile walk this replaces (the figures above); the line walk was not measured there. And
+     * only beyond half the L2 (the GOB's size policy, vidmm_arch_gob_tile_walk_max()): in it
+     * the strips keep their edge, 64 KiB Intel Y 2.1-2.6 us against 2.3-2.7 (AVX2, forced walks
+     * in one process) and 7% fewer instructions (the gate's swizzle/intel_y/128x128). */
+    if (strip_walk == STRIPS_CACHED && dir == TILE && strip16 && ops->swz_lines16 != NULL && t->th_log2 >= 3 &&
+        (t->yo[4] ^ t->yo[0]) == 64 && stream_bytes > vidmm_arch_gob_tile_walk_max() &&
+        vidmm_arch_lines_tile_walk()) {
+        w->strip_walk = STRIPS_NONE;
+        w->lines = true;
+    }
 }
 
 /* tuned_stream_bytes() is the size a copy of 'stream_bytes' is walked as under override 'tune'
@@ -1042,6 +1067,10 @@ static inline __attribute__((always_inline)) void apply_tune(const struct vidmm_
     switch (tune->strips) {
     case VIDMM_SWZ_STRIPS_NONE:
         w->strip_walk = STRIPS_NONE;
+        /* The tile walk of a lines16 swizzle in the cache: a line at a time (choose_walk()). */
+        if (dir == TILE && strip16 && ops->swz_lines16 != NULL && w->nt_walk == NT_NONE && !w->stream &&
+            !w->pairs_nt)
+            w->lines = true;
         break;
     case VIDMM_SWZ_STRIPS_CACHED:
         if (!w->stream && (strip16 || qstrip8))
@@ -1071,6 +1100,8 @@ static inline __attribute__((always_inline)) void apply_tune(const struct vidmm_
         w->strip_walk = STRIPS_NONE;
         w->grouped = false;
     }
+    if (w->nt_walk != NT_NONE || w->strip_walk != STRIPS_NONE)
+        w->lines = false; /* whole tiles stream, or the strips take them */
 }
 
 /* run_walk() moves box 'b' with the walk 'w' (choose_walk() or apply_tune()). Forced inline
@@ -1104,7 +1135,7 @@ static inline __attribute__((always_inline)) void run_walk(const struct walk_cho
         copy_tiles_pairs_nt(m, b, tiled, linear, row_pitch, slice_pitch, dir, w->ops);
     else
         copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w->nt_walk, inv, w->stream ? w->ops : NULL,
-                   w->ops, w->grouped, w->strip_walk, false);
+                   w->ops, w->grouped, w->strip_walk, false, w->lines);
     if (w->strip_walk == STRIPS_NT || w->nt_walk != NT_NONE || w->pairs_nt)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }
@@ -1282,10 +1313,11 @@ static bool same_walk(const struct vidmm_swz_mip *m, const struct walk_choice *a
     const struct vidmm_kernel_ops *ops = a->ops;
     const bool groups = ops != NULL && ((t->pair16 && ops->swz_pairs16 != NULL) || (t->quad8 && ops->swz_quads8 != NULL)) &&
                         t->tw_log2 < 31 && (GROUP_ROW_BYTES >> t->tw_log2) > 1;
-    const bool ga = groups && a->grouped && a->nt_walk == NT_NONE && !a->stream;
-    const bool gb = groups && b->grouped && b->nt_walk == NT_NONE && !b->stream;
+    const bool ga = groups && a->grouped && a->nt_walk == NT_NONE && !a->stream && !a->lines;
+    const bool gb = groups && b->grouped && b->nt_walk == NT_NONE && !b->stream && !b->lines;
     return a->reference == b->reference && a->nt_walk == b->nt_walk && a->strip_walk == b->strip_walk &&
-           a->stream == b->stream && a->pairs_nt == b->pairs_nt && a->long_nt == b->long_nt && ga == gb;
+           a->stream == b->stream && a->pairs_nt == b->pairs_nt && a->long_nt == b->long_nt && ga == gb &&
+           a->lines == b->lines;
 }
 
 unsigned vidmm_swz_tune_candidates(const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir, enum vidmm_backend backend,

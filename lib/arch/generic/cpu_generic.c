@@ -12,6 +12,7 @@ bool vidmm_arch_prefer_avx512(void) { return false; }
 
 bool vidmm_arch_stream_linear_rows(void) { return false; }
 uint64_t vidmm_arch_gob_tile_walk_max(void) { return 0; }
+bool vidmm_arch_lines_tile_walk(void) { return false; }
 
 void vidmm_arch_flush(void *p, size_t n, enum vidmm_flush_op op, enum vidmm_flush_insn insn)
 {

@@ -212,6 +212,22 @@ uint64_t vidmm_arch_gob_tile_walk_max(void)
     return v - 1;
 }
 
+/* vidmm_arch_lines_tile_walk() (arch.h): Intel's. Cached: choose_walk() asks before every
+ * swizzle of a lines16 layout in the cache. */
+bool vidmm_arch_lines_tile_walk(void)
+{
+    static _Atomic int cached; /* 0 unknown, 1 no, 2 yes */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == 0) {
+        struct vidmm_cpu_info info;
+        memset(&info, 0, sizeof info);
+        vidmm_arch_cpu_describe(&info);
+        v = strcmp(info.vendor, "GenuineIntel") == 0 ? 2 : 1;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
+
 /* Skylake-SP and Cascade Lake (family 6, model 0x55) drop their clock when 512-bit registers are
  * busy, which costs more than the wider stores gain in a memory-bound kernel; libdeflate
  * withholds ZMM there for the same reason. Everywhere else AVX-512 is preferred where supported. */
