@@ -28,7 +28,8 @@ typedef void (*vidmm_swz_strip_fn)(unsigned char *tiled, const unsigned char *li
                                    const uint32_t *yo, uint32_t zoff, unsigned nquads);
 typedef void (*vidmm_unswz_strip_fn)(const unsigned char *tiled, unsigned char *lin, size_t row_pitch,
                                      const uint32_t *tbase, unsigned ntile, const uint32_t *xo, unsigned cols,
-                                     const uint32_t *yo, uint32_t zoff, unsigned nquads);
+                                     const uint32_t *yo, uint32_t zoff, unsigned nquads, const unsigned char *pf,
+                                     unsigned pf_lines);
 
 struct vidmm_kernel_ops {
     const char *name;
@@ -123,7 +124,10 @@ struct vidmm_kernel_ops {
      * (xo[0 .. cols), at most 64) and 16 * cols linear bytes: rows [0, 4 nquads), quads outer,
      * tiles inner, each line built from or split into its four rows whole. The deswizzle takes
      * cols a multiple of 4. unswz_strip16_nt writes the linear rows with streaming stores ('lin'
-     * and 'row_pitch' 32-byte aligned; no fence). Every line 64-byte aligned. NULL in the scalar
+     * and 'row_pitch' 32-byte aligned; no fence). Every line 64-byte aligned. The deswizzles also
+     * prefetch 'pf_lines' 64-byte lines from 'pf' into L2 (the source of the strip that follows,
+     * which the walk passes beyond the cache), a line for each line read, in address order; with
+     * pf_lines 0 the streaming one prefetches the next quad's lines instead. NULL in the scalar
      * table. */
     vidmm_swz_strip_fn swz_strip16, swz_strip16_nt;
     vidmm_unswz_strip_fn unswz_strip16, unswz_strip16_nt;

@@ -393,13 +393,41 @@ enum strip_walk { STRIPS_NONE, STRIPS_CACHED, STRIPS_NT };
  * tables could carry into, a column count the kernels cannot take); rows already moved are then
  * moved again tile by tile, which is harmless for a copy between buffers that do not overlap. */
 #define STRIP_TILES 256u
+/* A deswizzle beyond the cache walks strips of at most UNTILE_STRIP_BYTES of tiles side by side,
+ * each asking for the next strip's source into L2 while it works (strip16_body() in
+ * lib/arch/x86/kernels_template.h): its quads read a line in every 512 bytes to 4 KiB of each
+ * tile, an order the hardware prefetchers do not follow, and a strip and the next fit any L2.
+ * 64 MiB deswizzles, one process alternating (Zen 3 EPYC, 512 KiB L2, AVX2, 2026-12-02, medians
+ * of 15-31; before: a strip of up to 256 tiles prefetching each next quad's lines):
+ *   Intel Y 8192 x 8192 bytes 15.3-15.4 -> 10.8-11.6 ms (strips of 1 MiB: 12.0-12.3);
+ *   Tile4 15.1 -> 11.7 (1 MiB: 15.5); D3D 4 KB 4096^2 x 4 B 15.7 -> 12.1; D3D 64 KB 18.5 -> 13.2;
+ *   Morton 4096^2 x 4 B 19.6 -> 14.3-14.7 (its tiles side by side in pairs).
+ * The target table (vidmm_bench --vbench_mode=targets, 64 MiB deswizzle / streaming copy, two
+ * runs of each build alternating): Intel Y 0.56 -> 0.75-0.79, Tile4 0.59 -> 0.71-0.74, D3D 64 KB
+ * 0.47-0.53 -> 0.68-0.73, Morton 0.41-0.46 -> 0.47-0.52; / the ordinary copy 0.81-0.91 -> 1.10-1.20,
+ * 0.86-0.91 -> 1.12-1.18, 0.74-0.78 -> 0.96-1.08, 0.67 -> 0.79-0.80.
+ * 32 KiB and 128 KiB strips were within 5% of 64 KiB; the ordinary-store strips of a deswizzle in
+ * the cache gained nothing from the prefetch (4 MiB: D3D 64 KB 173 -> 215 us, Tile4 194 -> 204) and
+ * keep their walk. */
+#define UNTILE_STRIP_BYTES (64ull << 10)
 static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *m, unsigned char *tiled,
                    unsigned char *lband, size_t row_pitch, uint64_t x0, uint64_t x1, uint32_t ty, uint32_t tz,
                    uint32_t zoff, unsigned row0, unsigned nrows, enum dir dir, bool nt,
-                   const struct vidmm_kernel_ops *ops)
+                   const struct vidmm_kernel_ops *ops, bool far, uint64_t next_band)
 {
     const unsigned cols = 1u << (t->tw_log2 - t->run_log2);
     uint32_t tbase[STRIP_TILES];
+    /* A deswizzle's strips of flat tiles side by side in memory prefetch the source of the strip
+     * after them (strip16_body() in the kernels): the next strip of this band, or the first of
+     * the next band ('next_band', the offset of its first tile; UINT64_MAX: none). */
+    const uint64_t tile_bytes = 1ull << (t->tw_log2 + t->th_log2);
+    bool prefetch = far && dir == UNTILE && t->td_log2 == 0 && x1 - x0 >= (2ull << t->tw_log2);
+    if (prefetch)
+        prefetch = t->tile_base(m, (x0 >> t->tw_log2) + 1, ty, tz) - t->tile_base(m, x0 >> t->tw_log2, ty, tz) ==
+                   tile_bytes;
+    uint64_t strip_tiles = STRIP_TILES;
+    if (prefetch && (UNTILE_STRIP_BYTES / tile_bytes) < strip_tiles)
+        strip_tiles = UNTILE_STRIP_BYTES / tile_bytes > 0 ? UNTILE_STRIP_BYTES / tile_bytes : 1;
 
     const bool quads = t->quad8; /* Morton's 8-byte runs (else the 16-byte runs of a pair layout) */
     if (((x0 | x1) & ((1ull << t->tw_log2) - 1)) != 0 || (zoff & 63) != 0 || ((uintptr_t)tiled & 63) != 0 ||
@@ -410,8 +438,8 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
     for (uint64_t cx = x0; cx < x1;) {
         const uint64_t tx0 = cx >> t->tw_log2;
         uint64_t ntile = (x1 - cx) >> t->tw_log2;
-        if (ntile > STRIP_TILES)
-            ntile = STRIP_TILES;
+        if (ntile > strip_tiles)
+            ntile = strip_tiles;
         const uint64_t first = t->tile_base(m, tx0, ty, tz);
         if ((first & 63) != 0)
             return false;
@@ -420,9 +448,27 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
              * would leave that tile's lines unaligned for the aligned loads of the untiling
              * kernels: refused. */
             const uint64_t d = g == 0 ? 0 : t->tile_base(m, tx0 + g, ty, tz) - first;
+            if (prefetch && d != g * tile_bytes) {
+                ntile = g; /* a prefetching strip is tiles side by side (Morton's come in pairs) */
+                break;
+            }
             if (d >= (1ull << 31) || (d & t->span_mask) != 0)
                 return false;
             tbase[g] = (uint32_t)d;
+        }
+        /* The next strip's source: as many tiles as this one has, at most what is left of the
+         * band or, at its end, as many as the next band's first strip may take (its tiles are
+         * side by side or fewer: the lines past them are only asked for, never read). */
+        const unsigned char *pf = NULL;
+        unsigned pf_lines = 0;
+        if (prefetch) {
+            const uint64_t next_x = cx + (ntile << t->tw_log2);
+            const uint64_t left = next_x < x1 ? (x1 - next_x) >> t->tw_log2 : (x1 - x0) >> t->tw_log2;
+            const uint64_t nf = next_x < x1 ? t->tile_base(m, next_x >> t->tw_log2, ty, tz) : next_band;
+            if (nf != UINT64_MAX) {
+                pf = tiled + nf;
+                pf_lines = (unsigned)(((ntile < left ? ntile : left) * tile_bytes) >> 6);
+            }
         }
         unsigned char *lin = lband + (cx - x0), *tb = tiled + first;
         if (quads && dir == TILE)
@@ -430,13 +476,13 @@ static bool strips(const struct vidmm_swz_tiles *t, const struct vidmm_swz_mip *
                                                           t->yo + row0, zoff, nrows / 4);
         else if (quads)
             (nt ? ops->unswz_qstrip8_nt : ops->unswz_qstrip8)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
-                                                             t->yo + row0, zoff, nrows / 4);
+                                                             t->yo + row0, zoff, nrows / 4, pf, pf_lines);
         else if (dir == TILE)
             (nt ? ops->swz_strip16_nt : ops->swz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
                                                           t->yo + row0, zoff, nrows / 4);
         else
             (nt ? ops->unswz_strip16_nt : ops->unswz_strip16)(tb, lin, row_pitch, tbase, (unsigned)ntile, t->xo, cols,
-                                                             t->yo + row0, zoff, nrows / 4);
+                                                             t->yo + row0, zoff, nrows / 4, pf, pf_lines);
         cx += ntile << t->tw_log2;
     }
     return true;
@@ -493,7 +539,7 @@ static inline __attribute__((always_inline)) void
 copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned char *tiled, unsigned char *linear,
            size_t row_pitch, size_t slice_pitch, enum dir dir, enum nt_walk nt_walk, const uint16_t *inv,
            const struct vidmm_kernel_ops *stream_ops, const struct vidmm_kernel_ops *ops, bool grouped,
-           enum strip_walk strip_walk, bool pairs_nt, bool lines)
+           enum strip_walk strip_walk, bool pairs_nt, bool lines, bool far)
 {
     const struct vidmm_swz_tiles *t = &m->tiles;
     const uint64_t tw_mask = (1ull << t->tw_log2) - 1, run_mask = (1ull << t->run_log2) - 1;
@@ -522,7 +568,8 @@ copy_tiles(const struct vidmm_swz_mip *m, const struct vidmm_box *b, unsigned ch
                 r1 = y1;
             if (strip_walk != STRIPS_NONE && r0 % 4 == 0 && r1 % 4 == 0 &&
                 strips(t, m, tiled, lslice + (size_t)(r0 - b->y) * row_pitch, row_pitch, x0, x1, ty, tz, zoff,
-                       r0 & th_mask, r1 - r0, dir, strip_walk == STRIPS_NT, ops))
+                       r0 & th_mask, r1 - r0, dir, strip_walk == STRIPS_NT, ops, far,
+                       far && ty < (y1 - 1) >> t->th_log2 ? t->tile_base(m, x0 >> t->tw_log2, ty + 1, tz) : UINT64_MAX))
                 continue;
             for (uint64_t tx = x0 >> t->tw_log2; tx <= (x1 - 1) >> t->tw_log2; tx++) {
                 unsigned char *tb = tiled + t->tile_base(m, tx, ty, tz);
@@ -840,7 +887,7 @@ static __attribute__((noinline)) void copy_tiles_pairs_nt(const struct vidmm_swz
                                                           const struct vidmm_kernel_ops *ops)
 {
     copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, NT_NONE, NULL, NULL, ops, false, STRIPS_NONE, true,
-               false);
+               false, false);
 }
 
 /* The walk chosen for one copy: run_copy() takes it, vidmm_swz_walk_of() reports it. */
@@ -853,6 +900,7 @@ struct walk_choice {
     bool pairs_nt;                      /* grouped, with the streaming pair kernels */
     bool long_nt;                       /* the long-row walk with streaming stores (long_rows_nt()) */
     bool lines;                         /* whole tiles of a swizzle in the cache through swz_lines16 */
+    bool far;                           /* a deswizzle beyond the cache: its strips prefetch */
     const struct vidmm_kernel_ops *ops;
 };
 
@@ -998,6 +1046,7 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
     w->nt_walk = nt_walk;
     w->strip_walk = strip_walk;
     w->stream = stream;
+    w->far = big && dir == UNTILE;
     /* A block-linear swizzle that fits half the L2 walks its GOB-wide tiles one at a time (where
      * the CPU kind's policy says so, vidmm_arch_gob_tile_walk_max()): against 512-byte groups,
      * same-process A/B rounds of whole surfaces of 4-byte elements on a Cascade Lake (2026-11-26,
@@ -1135,7 +1184,7 @@ static inline __attribute__((always_inline)) void run_walk(const struct walk_cho
         copy_tiles_pairs_nt(m, b, tiled, linear, row_pitch, slice_pitch, dir, w->ops);
     else
         copy_tiles(m, b, tiled, linear, row_pitch, slice_pitch, dir, w->nt_walk, inv, w->stream ? w->ops : NULL,
-                   w->ops, w->grouped, w->strip_walk, false, w->lines);
+                   w->ops, w->grouped, w->strip_walk, false, w->lines, w->far);
     if (w->strip_walk == STRIPS_NT || w->nt_walk != NT_NONE || w->pairs_nt)
         vidmm_arch_store_fence(); /* streaming stores are weakly ordered: visible before return */
 }

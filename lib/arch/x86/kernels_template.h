@@ -715,6 +715,10 @@ static void unswz_quads8(const unsigned char *src, unsigned char *lin, size_t ro
  * next quad's lines into L2 as it reads this quad's (one prefetcht1 a line, a quad ahead: the
  * whole strip's width of work before use). Not the cached one: in the cache it gained nothing
  * and cost 13-37% more instructions (Callgrind, tools/bench_gate.sh).
+ * 'pfon' (a deswizzle beyond the cache, either store kind): the walk passes the next strip's
+ * source [pf, pf_end) instead, and one line of it is asked for into L2 for every line read, in
+ * address order, so that the next strip's quads come from L2 (swizzle_walk.c UNTILE_STRIP_BYTES
+ * has the figures: 1.3-1.4x on a Zen 3); the next-quad prefetch is then off.
  * 64 MiB deswizzles, the same process alternating (Zen 4, 2026-12-02, medians of 9-11, a busy
  * machine): D3D 64 KB 4 B 10.5-13.9 -> 6.2-6.8 ms, 16 B 9.6 -> 7.6; D3D 4 KB 6.8 -> 6.1; Intel Y
  * 7.0-10.0 -> 5.7-9.7; Tile4 7.7-11.3 -> 6.2-9.4; prefetcht0 gained less (9.7-13.0), prefetchnta
@@ -723,14 +727,15 @@ static inline __attribute__((always_inline)) void strip16_body(unsigned char *ti
                                                                size_t row_pitch, const uint32_t *tbase,
                                                                unsigned ntile, const uint32_t *xo, unsigned cols,
                                                                const uint32_t *yo, uint32_t zoff, unsigned nquads,
-                                                               bool untile, bool nt)
+                                                               bool untile, bool nt, bool pfon,
+                                                               const unsigned char *pf, const unsigned char *pf_end)
 {
     uint32_t xy[64];
 
     for (unsigned q = 0; q < nquads; q++) {
         const uint32_t yoff = yo[4 * q] ^ zoff;
         /* Deswizzling, the next quad's line of a run is at its line here ^ ny (0: the last). */
-        const uint32_t ny = untile && nt && q + 1 < nquads ? yo[4 * q + 4] ^ yo[4 * q] : 0;
+        const uint32_t ny = untile && nt && !pfon && q + 1 < nquads ? yo[4 * q + 4] ^ yo[4 * q] : 0;
         for (unsigned c = 0; c < cols; c++)
             xy[c] = xo[c] ^ yoff;
         unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch, *l3 = l2 + row_pitch;
@@ -762,7 +767,15 @@ static inline __attribute__((always_inline)) void strip16_body(unsigned char *ti
             } else {
                 for (unsigned c = 0; c + 4 <= cols; c += 4) {
                     const size_t o = lo + 16 * c;
-                    /* The next quad's four lines of these runs, into L2 (prefetcht1); see above. */
+                    /* The next strip's next four lines, or the next quad's four lines of these
+                     * runs, into L2 (prefetcht1); see above. */
+                    if (pfon && pf < pf_end) {
+                        __builtin_prefetch(pf, 0, 2);
+                        __builtin_prefetch(pf + 64, 0, 2);
+                        __builtin_prefetch(pf + 128, 0, 2);
+                        __builtin_prefetch(pf + 192, 0, 2);
+                        pf += 256;
+                    }
                     if (ny != 0)
                         for (unsigned k = 0; k < 4; k++)
                             __builtin_prefetch(tb + (xy[c + k] ^ ny), 0, 2);
@@ -805,11 +818,11 @@ static inline __attribute__((always_inline)) void strip16_body(unsigned char *ti
 
 /* The column counts of whole tiles: 8 (Intel Y / Tile4, D3D 4 KB at 4 bytes), 32 (D3D 64 KB
  * and AMD 64 KB at 4 bytes); others (at most 64) take the generic loop. */
-#define STRIP16_DISPATCH(untile, nt)                                                                         \
+#define STRIP16_DISPATCH(untile, nt, pfon)                                                                        \
     switch (cols) {                                                                                          \
-    case 8: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, 8, yo, zoff, nquads, untile, nt); break;   \
-    case 32: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt); break; \
-    default: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt); break; \
+    case 8: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, 8, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
+    case 32: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
+    default: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
     }
 
 static void swz_strip16(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -817,15 +830,22 @@ static void swz_strip16(unsigned char *tiled, const unsigned char *src, size_t r
                         unsigned nquads)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    STRIP16_DISPATCH(false, false)
+    const unsigned char *pf = NULL, *pf_end = NULL;
+    STRIP16_DISPATCH(false, false, false)
 }
 
 static void unswz_strip16(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                           unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                          unsigned nquads)
+                          unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    STRIP16_DISPATCH(true, false)
+    if (pf_lines != 0) {
+        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
+        STRIP16_DISPATCH(true, false, true)
+    } else {
+        const unsigned char *pf_end = pf;
+        STRIP16_DISPATCH(true, false, false)
+    }
 }
 
 static void swz_strip16_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -833,15 +853,22 @@ static void swz_strip16_nt(unsigned char *tiled, const unsigned char *src, size_
                            unsigned nquads)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    STRIP16_DISPATCH(false, true)
+    const unsigned char *pf = NULL, *pf_end = NULL;
+    STRIP16_DISPATCH(false, true, false)
 }
 
 static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                              unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                             unsigned nquads)
+                             unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    STRIP16_DISPATCH(true, true)
+    if (pf_lines != 0) {
+        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
+        STRIP16_DISPATCH(true, true, true)
+    } else {
+        const unsigned char *pf_end = pf;
+        STRIP16_DISPATCH(true, true, false)
+    }
 }
 #undef STRIP16_DISPATCH
 
@@ -854,14 +881,16 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                                                                size_t row_pitch, const uint32_t *tbase,
                                                                unsigned ntile, const uint32_t *xo, unsigned cols,
                                                                const uint32_t *yo, uint32_t zoff, unsigned nquads,
-                                                               bool untile, bool nt)
+                                                               bool untile, bool nt, bool pfon,
+                                                               const unsigned char *pf, const unsigned char *pf_end)
 {
     uint32_t xy[64];
 
     for (unsigned q = 0; q < nquads; q++) {
         const uint32_t yoff = yo[4 * q] ^ zoff;
-        /* The streaming deswizzle prefetches the next quad's lines, as strip16_body(). */
-        const uint32_t ny = untile && nt && q + 1 < nquads ? yo[4 * q + 4] ^ yo[4 * q] : 0;
+        /* The streaming deswizzle prefetches the next strip's or the next quad's lines, as
+         * strip16_body(). */
+        const uint32_t ny = untile && nt && !pfon && q + 1 < nquads ? yo[4 * q + 4] ^ yo[4 * q] : 0;
         for (unsigned c = 0; c < cols; c += 2)
             xy[c] = xo[c] ^ yoff;
         unsigned char *l0 = lin + 4 * q * row_pitch, *l1 = l0 + row_pitch, *l2 = l1 + row_pitch, *l3 = l2 + row_pitch;
@@ -885,6 +914,11 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     ST256(nt, t1, _mm256_permute2x128_si256(lo1, hi1, 0x31));
                     ST256(nt, t1 + 32, _mm256_permute2x128_si256(lo2, hi2, 0x31));
                 } else {
+                    if (pfon && pf < pf_end) {
+                        __builtin_prefetch(pf, 0, 2);
+                        __builtin_prefetch(pf + 64, 0, 2);
+                        pf += 128;
+                    }
                     if (ny != 0) {
                         __builtin_prefetch(tb + (xy[c] ^ ny), 0, 2);
                         __builtin_prefetch(tb + (xy[c + 2] ^ ny), 0, 2);
@@ -915,6 +949,10 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
                     ST128(nt, t + 32, _mm_unpacklo_epi64(e, f));
                     ST128(nt, t + 48, _mm_unpackhi_epi64(e, f));
                 } else {
+                    if (pfon && pf < pf_end) {
+                        __builtin_prefetch(pf, 0, 2);
+                        pf += 64;
+                    }
                     if (ny != 0)
                         __builtin_prefetch(tb + (xy[c] ^ ny), 0, 2);
                     __m128i v0 = _mm_load_si128((const __m128i *)(const void *)t);
@@ -931,11 +969,11 @@ static inline __attribute__((always_inline)) void qstrip8_body(unsigned char *ti
     }
 }
 
-#define QSTRIP8_DISPATCH(untile, nt)                                                                       \
+#define QSTRIP8_DISPATCH(untile, nt, pfon)                                                                      \
     switch (cols) {                                                                                         \
-    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt); break; \
-    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, nt); break; \
-    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt); break; \
+    case 32: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 32, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
+    case 64: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, 64, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
+    default: qstrip8_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
     }
 
 static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -943,7 +981,8 @@ static void swz_qstrip8(unsigned char *tiled, const unsigned char *src, size_t r
                         unsigned nquads)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(false, false)
+    const unsigned char *pf = NULL, *pf_end = NULL;
+    QSTRIP8_DISPATCH(false, false, false)
 }
 
 static void swz_qstrip8_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -951,23 +990,36 @@ static void swz_qstrip8_nt(unsigned char *tiled, const unsigned char *src, size_
                            unsigned nquads)
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(false, true)
+    const unsigned char *pf = NULL, *pf_end = NULL;
+    QSTRIP8_DISPATCH(false, true, false)
 }
 
 static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                           unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                          unsigned nquads)
+                          unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(true, false)
+    if (pf_lines != 0) {
+        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
+        QSTRIP8_DISPATCH(true, false, true)
+    } else {
+        const unsigned char *pf_end = pf;
+        QSTRIP8_DISPATCH(true, false, false)
+    }
 }
 
 static void unswz_qstrip8_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
                              unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
-                             unsigned nquads)
+                             unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    QSTRIP8_DISPATCH(true, true)
+    if (pf_lines != 0) {
+        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
+        QSTRIP8_DISPATCH(true, true, true)
+    } else {
+        const unsigned char *pf_end = pf;
+        QSTRIP8_DISPATCH(true, true, false)
+    }
 }
 #undef QSTRIP8_DISPATCH
 
@@ -990,11 +1042,11 @@ static void swz_lines16_nt(unsigned char *tile, const unsigned char *src, size_t
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
     const uint32_t *tb = &one_tile_base;
     if (ncols == 8)
-        strip16_body(tile, lin, row_pitch, tb, 1, xo, 8, yo, zoff, nquads, false, true);
+        strip16_body(tile, lin, row_pitch, tb, 1, xo, 8, yo, zoff, nquads, false, true, false, NULL, NULL);
     else if (ncols == 32)
-        strip16_body(tile, lin, row_pitch, tb, 1, xo, 32, yo, zoff, nquads, false, true);
+        strip16_body(tile, lin, row_pitch, tb, 1, xo, 32, yo, zoff, nquads, false, true, false, NULL, NULL);
     else
-        strip16_body(tile, lin, row_pitch, tb, 1, xo, ncols, yo, zoff, nquads, false, true);
+        strip16_body(tile, lin, row_pitch, tb, 1, xo, ncols, yo, zoff, nquads, false, true, false, NULL, NULL);
 }
 
 /* lines16_body() is swz_lines16 (kernel_ops.h): a whole tile of a lines16 layout with ordinary
@@ -1082,9 +1134,9 @@ static void swz_qlines8_nt(unsigned char *tile, const unsigned char *src, size_t
 {
     unsigned char *lin = (unsigned char *)(uintptr_t)src; /* only read in this direction */
     if (ncols == 32)
-        qstrip8_body(tile, lin, row_pitch, &one_tile_base, 1, xo, 32, yo, zoff, nquads, false, true);
+        qstrip8_body(tile, lin, row_pitch, &one_tile_base, 1, xo, 32, yo, zoff, nquads, false, true, false, NULL, NULL);
     else
-        qstrip8_body(tile, lin, row_pitch, &one_tile_base, 1, xo, ncols, yo, zoff, nquads, false, true);
+        qstrip8_body(tile, lin, row_pitch, &one_tile_base, 1, xo, ncols, yo, zoff, nquads, false, true, false, NULL, NULL);
 }
 #undef ST256
 #undef ST128
