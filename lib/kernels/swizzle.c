@@ -178,9 +178,10 @@ static int linear_total(const struct vidmm_swz_surface *s, uint64_t *bytes)
 }
 
 /* merge_runs() doubles the tile tables' run while every pair of neighbouring runs is adjacent
- * in memory (xo[2i + 1] == xo[2i] + run), up to 16 bytes: Morton with 4-byte units describes
+ * in memory (xo[2i + 1] == xo[2i] + run), up to 32 bytes: Morton with 4-byte units describes
  * 4-byte runs, but x0 is the lowest index bit, so unit pairs are contiguous - and then y0 comes
- * next, which lets pair_runs() move two rows at once.
+ * next, which lets pair_runs() move two rows at once. With 16-byte units (BCn blocks, 16-byte
+ * texels) the pairs make 32-byte runs, one vector move each instead of two (runs_aligned()).
  *
  * The doubled run must also be untouched by the rows and slices: a yo[] or zo[] entry with the
  * address bit 'run' set XORs into the middle of the doubled run, and the walk - which adds the
@@ -197,7 +198,7 @@ static bool bit_clear_in_all(const uint32_t *v, unsigned n, uint32_t bit)
 
 static void merge_runs(struct vidmm_swz_tiles *t)
 {
-    while (t->run_log2 < 4 && t->tw_log2 > t->run_log2) {
+    while (t->run_log2 < 5 && t->tw_log2 > t->run_log2) {
         unsigned cols = 1u << (t->tw_log2 - t->run_log2);
         uint32_t run = 1u << t->run_log2;
         bool ok = cols >= 2 && bit_clear_in_all(t->yo, 1u << t->th_log2, run) &&

@@ -249,6 +249,19 @@ static void runs_aligned(const struct vidmm_swz_tiles *t, unsigned char *tb, uns
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, TILE);
         else
             tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 4, UNTILE);
+    } else if (t->run_log2 == 5) {
+        /* 32-byte runs (merge_runs(): Morton with 16-byte units); the whole 2D tile of that
+         * Morton (1 KiB x 64 rows) with constant trip counts. */
+        if (whole && t->tw_log2 == 10 && t->th_log2 == 6) {
+            if (dir == TILE)
+                tile_runs(tb, lin, row_pitch, xo, yo, zoff, 32, 64, 32, TILE);
+            else
+                tile_runs(tb, lin, row_pitch, xo, yo, zoff, 32, 64, 32, UNTILE);
+        } else if (dir == TILE) {
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 32, TILE);
+        } else {
+            tile_runs(tb, lin, row_pitch, xo, yo, zoff, ncols, nrows, 32, UNTILE);
+        }
     } else if (t->run_log2 >= 6 && t->run_log2 <= 12) {
         long_runs(t, tb, lin, row_pitch, zoff, xo, ncols, yo, nrows, dir, ops);
     } else {
@@ -845,18 +858,22 @@ static inline __attribute__((always_inline)) bool copy_long_rows(const struct vi
 #define INV_MAX 4096
 static bool build_inverse(const struct vidmm_swz_tiles *t, uint16_t *inv)
 {
-    if (t->run_log2 != 4 || t->td_log2 != 0 || t->th_log2 > 8 || t->tw_log2 - 4 > 6)
+    /* 16-byte runs, or 32-byte ones (merge_runs()) as two granules each. */
+    if ((t->run_log2 != 4 && t->run_log2 != 5) || t->td_log2 != 0 || t->th_log2 > 8 || t->tw_log2 - 4 > 6)
         return false;
-    unsigned cols = 1u << (t->tw_log2 - 4), rows = 1u << t->th_log2, granules = cols * rows;
+    const unsigned per = 1u << (t->run_log2 - 4);
+    unsigned cols = 1u << (t->tw_log2 - t->run_log2), rows = 1u << t->th_log2, granules = cols * per * rows;
     if (granules > INV_MAX || granules % 4 != 0)
         return false;
     memset(inv, 0xff, granules * sizeof(*inv));
     for (unsigned r = 0; r < rows; r++) {
         for (unsigned c = 0; c < cols; c++) {
-            uint32_t off = t->xo[c] ^ t->yo[r];
-            if (off % 16 != 0 || off / 16 >= granules || inv[off / 16] != 0xffff)
-                return false;
-            inv[off / 16] = (uint16_t)(r << 6 | c);
+            for (unsigned k = 0; k < per; k++) {
+                uint32_t off = (t->xo[c] ^ t->yo[r]) + 16 * k;
+                if (off % 16 != 0 || off / 16 >= granules || inv[off / 16] != 0xffff)
+                    return false;
+                inv[off / 16] = (uint16_t)(r << 6 | (c * per + k));
+            }
         }
     }
     return true;
@@ -966,7 +983,7 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
              * rows complete them), so few write-combining buffers are open at once; address
              * order (the gather) otherwise: a D3D 64 KB row touches 16 lines and row order ran
              * 4x slower than ordinary stores there (Zen 3, 2026-11-22). */
-            unsigned cols = 1u << (t->tw_log2 - 4), lines = 0;
+            unsigned cols = 1u << (t->tw_log2 - t->run_log2), lines = 0;
             uint32_t seen[VIDMM_SWZ_MAX_XRUNS];
             for (unsigned c = 0; c < cols; c++) {
                 uint32_t line = (t->xo[c] ^ t->yo[0]) >> 6;
@@ -976,7 +993,7 @@ static inline __attribute__((always_inline)) void choose_walk(const struct vidmm
                 if (k == lines)
                     seen[lines++] = line;
             }
-            nt_walk = lines <= 4 ? NT_ROWS : NT_GATHER;
+            nt_walk = lines <= 4 && t->run_log2 == 4 ? NT_ROWS : NT_GATHER; /* swz_rows16_nt: 16-byte runs */
             /* Intel's 4 KiB tiles (8 lines a row) gained nothing from either order over ordinary
              * stores (0.43-0.57x vs 0.64-0.81x memcpy at 64 MiB): streaming stores only where
              * they measured a win, the GOB in row order and tiles of 16 KiB and more gathered. */
