@@ -606,6 +606,14 @@ Test(threads, fork_child_copies, .timeout = T_TIMEOUT)
 #if defined(__SANITIZE_THREAD__)
     cr_skip_test("ThreadSanitizer cannot start threads in the child of a multi-threaded fork()");
 #endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(T_LITE_HARNESS)
+    /* GCC 12's AddressSanitizer does not lock its allocator around fork(): a child forked while
+     * another thread is inside malloc() inherits that size class's lock held, and hangs on it.
+     * Under Criterion that thread exists (its IPC thread, nanomsg's poller); the child's pool
+     * workers then hung in the quarantine's allocation, 1 run in 30 (gdb, 2026-12-02). The
+     * release, clang and valgrind runs keep the test. */
+    cr_skip_test("AddressSanitizer (GCC 12) is not fork-safe while Criterion's IPC thread allocates");
+#endif
     struct t_rng rng;
     t_rng_init(&rng, 11);
     struct copy_spec sp = { .mip = VIDMM_SWIZZLE_PLAN_SURFACE };
