@@ -70,6 +70,8 @@ struct inst {
     uint64_t read_fence, write_fence;
     uint32_t locks, lock_flags;
     unsigned char *lock_ptr;
+    bool reading;               /* a DONOT_WAIT lock started its read-back from the disk tier,
+                                   which may complete at any time after (device.h) */
 };
 
 struct group {
@@ -252,6 +254,7 @@ static void check_all(struct fz *f)
 struct snap {
     int n;
     struct vidmm_alloc_info q[MAX_GROUPS * MAX_INST];
+    bool reading[MAX_GROUPS * MAX_INST];
 };
 
 static void snap(struct fz *f, struct snap *s)
@@ -259,10 +262,14 @@ static void snap(struct fz *f, struct snap *s)
     s->n = 0;
     for (int i = 0; i < MAX_GROUPS; i++)
         for (uint32_t k = 0; f->g[i].live && k < f->g[i].ninst; k++) {
-            struct vidmm_alloc_info *q = &s->q[s->n++];
+            struct vidmm_alloc_info *q = &s->q[s->n];
             memset(q, 0, sizeof *q);
             q->size_of = sizeof *q;
             vidmm_alloc_query(f->dev, f->g[i].in[k].h, q);
+            struct inst *in = &f->g[i].in[k];
+            if (in->reading && q->where != VIDMM_WHERE_DISK)
+                in->reading = false; /* read back (or moved on): nothing left in flight */
+            s->reading[s->n++] = in->reading;
         }
 }
 
@@ -273,9 +280,12 @@ static void unchanged(struct fz *f, const struct snap *a, const char *what)
     CHECK(a->n == b.n, "%s changed the allocations", what);
     for (int i = 0; i < a->n; i++) {
         const struct vidmm_alloc_info *x = &a->q[i], *y = &b.q[i];
-        /* With the thread-pool I/O a write-out started earlier may complete meanwhile. */
+        /* With the thread-pool I/O a write-out started earlier may complete meanwhile, and so may
+         * a read-back that an earlier DONOT_WAIT lock started (its answer was busy). */
         const bool written_out = f->async_io && x->where == VIDMM_WHERE_SYSMEM && y->where == VIDMM_WHERE_DISK;
-        CHECK((x->where == y->where || written_out) && x->segment_id == y->segment_id && x->offset == y->offset &&
+        const bool read_back = a->reading[i] && x->where == VIDMM_WHERE_DISK && y->where == VIDMM_WHERE_SYSMEM;
+        CHECK((x->where == y->where || written_out || read_back) && x->segment_id == y->segment_id &&
+                  x->offset == y->offset &&
                   x->lock_count == y->lock_count && x->current == y->current && x->dirty == y->dirty,
               "%s was refused but changed allocation %d (where %u->%u seg %u->%u off 0x%llx->0x%llx locks %u->%u)",
               what, i, x->where, y->where, x->segment_id, y->segment_id, (unsigned long long)x->offset,
@@ -432,6 +442,12 @@ static void op_submit(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
                   (!dnw && rc == VIDMM_E_TIMEOUT) || (locked && rc == VIDMM_E_CANT_RENDER_LOCKED),
               "submit (DONOT_WAIT %d, locked %d): %s", dnw, locked, vidmm_strerror(rc));
         CHECK(fence == 0, "a failed submission issued fence %llu", (unsigned long long)fence);
+        /* DONOT_WAIT busy: the read-back of a referenced allocation written out to the disk tier
+         * was started (device.h vidmm_submit()) and may complete at any time after; the next
+         * snapshot forgets it for those not on the disk. */
+        if (dnw && rc == VIDMM_E_BUSY)
+            for (uint32_t k = 0; k < n; k++)
+                ins[k]->reading = true;
         /* Victims it evicted stay evicted (device.h); one the GPU still used leaves paging
          * queued that waits for the GPU. */
         if (rc == VIDMM_E_TIMEOUT || f->issued > f->done)
@@ -610,11 +626,16 @@ static void op_lock(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
                   vidmm_strerror(rc));
             if (!on_disk)
                 unchanged(f, &s, "a lock of a busy allocation");
+            else if (dnw)
+                in->reading = true; /* the read-back may have been started before the answer */
             return;
         }
-        if (rc == VIDMM_E_BUSY && dnw && (on_disk || f->async_io))
+        if (rc == VIDMM_E_BUSY && dnw && (on_disk || f->async_io)) {
+            if (on_disk)
+                in->reading = true;
             return; /* its read-back from the disk tier was started, or (writable) its write-out is
                        in flight: DONOT_WAIT says busy (device.h) */
+        }
         if (rc != 0) {
             /* Not busy by the rule, yet it must move (out of segment 2, which the CPU cannot
              * see) while the GPU still uses it, or paging queued earlier waits for the GPU. */
