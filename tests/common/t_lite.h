@@ -11,7 +11,9 @@
  * under Criterion), exit status 77 for a skip, a time limit per test.
  *
  * Only what tests/concurrency, tests/common and the engine suites (tests/engine: conformance,
- * model) use is provided. */
+ * model) use is provided, and what the programs tools/test.sh runs under valgrind memcheck use
+ * (cr_expect*, ReportHook(PRE_ALL/POST_ALL), Criterion's --filter, -j, --list): the valgrind
+ * preset builds those against this runner too (VIDMM_TEST_LITE; tests/common/lite/ says why). */
 #ifndef VIDMM_TESTS_T_LITE_H
 #define VIDMM_TESTS_T_LITE_H
 
@@ -32,6 +34,16 @@ void t_lite_register(struct t_lite_test *t);
 void t_lite_check(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
 _Noreturn void t_lite_skip(const char *fmt, ...);
 void t_lite_info(const char *fmt, ...);
+/* cr_expect*(): a failure is reported and the test goes on; it fails at its end. */
+void t_lite_expect(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
+
+/* ReportHook(PRE_ALL) / ReportHook(POST_ALL): run in the runner before the first test and after
+ * the last (t_lite.c calls them where a suite defines them; their argument is NULL). */
+struct criterion_test_set;
+struct criterion_global_stats;
+#define ReportHook(K) void t_lite_hook_##K
+void t_lite_hook_PRE_ALL(struct criterion_test_set *set);
+void t_lite_hook_POST_ALL(struct criterion_global_stats *stats);
 
 /* Test(suite, name, .timeout = seconds): defines the body and registers it before main(). */
 #define Test(S, N, ...)                                                                            \
@@ -55,6 +67,11 @@ void t_lite_info(const char *fmt, ...);
 #define cr_assert_str_eq(a, b, ...)                                                                   \
     t_lite_check((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0, __FILE__, __LINE__, #a " equals " #b, \
                  "" __VA_ARGS__)
+#define cr_assert_str_neq(a, b, ...)                                                                  \
+    t_lite_check((a) != NULL && (b) != NULL && strcmp((a), (b)) != 0, __FILE__, __LINE__, #a " differs from " #b, \
+                 "" __VA_ARGS__)
+#define cr_expect(cond, ...) t_lite_expect((cond), __FILE__, __LINE__, #cond, "" __VA_ARGS__)
+#define cr_expect_eq(a, b, ...) t_lite_expect((a) == (b), __FILE__, __LINE__, #a " == " #b, "" __VA_ARGS__)
 #define cr_assert_fail(...) t_lite_check(false, __FILE__, __LINE__, "failure", "" __VA_ARGS__)
 #define cr_skip_test(...) t_lite_skip("" __VA_ARGS__)
 #define cr_skip(...) t_lite_skip("" __VA_ARGS__)
