@@ -27,21 +27,36 @@ void t_lite_register(struct t_lite_test *t)
     tests_tail = &t->next;
 }
 
+/* report(): the failure line and the message. */
+static void report(const char *what, const char *file, int line, const char *expr, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "[----] %s:%d: %s: %s\n", file, line, what, expr);
+    if (fmt != NULL && *fmt != '\0') {
+        fputs("[----]   ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    }
+    fflush(stderr);
+}
+
+void t_lite_fail(const char *file, int line, const char *expr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report("Assertion failed", file, line, expr, fmt, ap);
+    va_end(ap);
+    /* exit(), not _exit(): the sanitizer's exit-time checks still run. */
+    exit(1);
+}
+
 void t_lite_check(bool ok, const char *file, int line, const char *expr, const char *fmt, ...)
 {
     if (ok)
         return;
-    fprintf(stderr, "[----] %s:%d: Assertion failed: %s\n", file, line, expr);
-    if (fmt != NULL && *fmt != '\0') {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("[----]   ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-    fflush(stderr);
-    /* exit(), not _exit(): the sanitizer's exit-time checks still run. */
+    va_list ap;
+    va_start(ap, fmt);
+    report("Assertion failed", file, line, expr, fmt, ap);
+    va_end(ap);
     exit(1);
 }
 
@@ -80,20 +95,12 @@ void t_lite_info(const char *fmt, ...)
  * T_LITE_DEFAULT_TIMEOUT, or VIDMM_TEST_LITE_TIMEOUT seconds (0: none; Criterion has none). */
 static int expect_failed;
 
-void t_lite_expect(bool ok, const char *file, int line, const char *expr, const char *fmt, ...)
+void t_lite_expect_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 {
-    if (ok)
-        return;
-    fprintf(stderr, "[----] %s:%d: Expectation failed: %s\n", file, line, expr);
-    if (fmt != NULL && *fmt != '\0') {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("[----]   ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-    fflush(stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    report("Expectation failed", file, line, expr, fmt, ap);
+    va_end(ap);
     expect_failed = 1;
 }
 

@@ -32,10 +32,13 @@ void t_lite_register(struct t_lite_test *t);
 /* No format attribute: an assertion without a message passes "" as its format, which
  * -Wformat-zero-length would flag at every call. */
 void t_lite_check(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
+/* A failed cr_assert*(): reported, and the test ends (as Criterion's, it does not return, which
+ * the compiler knows: code after a check may rely on it). */
+_Noreturn void t_lite_fail(const char *file, int line, const char *expr, const char *fmt, ...);
 _Noreturn void t_lite_skip(const char *fmt, ...);
 void t_lite_info(const char *fmt, ...);
 /* cr_expect*(): a failure is reported and the test goes on; it fails at its end. */
-void t_lite_expect(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
+void t_lite_expect_fail(const char *file, int line, const char *expr, const char *fmt, ...);
 
 /* ReportHook(PRE_ALL) / ReportHook(POST_ALL): run in the runner before the first test and after
  * the last (t_lite.c calls them where a suite defines them; their argument is NULL). */
@@ -60,26 +63,26 @@ void t_lite_hook_POST_ALL(struct criterion_global_stats *stats);
 #define T_LITE_CHECK_(fn, cond, expr, ...)                                                        \
     do {                                                                                           \
         if (!(cond))                                                                               \
-            fn(false, __FILE__, __LINE__, expr, "" __VA_ARGS__);                                   \
+            fn(__FILE__, __LINE__, expr, "" __VA_ARGS__);                                          \
     } while (0)
-#define cr_assert(cond, ...) T_LITE_CHECK_(t_lite_check, (cond), #cond, __VA_ARGS__)
-#define cr_assert_not(cond, ...) T_LITE_CHECK_(t_lite_check, !(cond), "!(" #cond ")", __VA_ARGS__)
-#define cr_assert_eq(a, b, ...) T_LITE_CHECK_(t_lite_check, (a) == (b), #a " == " #b, __VA_ARGS__)
-#define cr_assert_neq(a, b, ...) T_LITE_CHECK_(t_lite_check, (a) != (b), #a " != " #b, __VA_ARGS__)
-#define cr_assert_gt(a, b, ...) T_LITE_CHECK_(t_lite_check, (a) > (b), #a " > " #b, __VA_ARGS__)
-#define cr_assert_geq(a, b, ...) T_LITE_CHECK_(t_lite_check, (a) >= (b), #a " >= " #b, __VA_ARGS__)
-#define cr_assert_lt(a, b, ...) T_LITE_CHECK_(t_lite_check, (a) < (b), #a " < " #b, __VA_ARGS__)
-#define cr_assert_leq(a, b, ...) T_LITE_CHECK_(t_lite_check, (a) <= (b), #a " <= " #b, __VA_ARGS__)
-#define cr_assert_null(p, ...) T_LITE_CHECK_(t_lite_check, (p) == NULL, #p " == NULL", __VA_ARGS__)
-#define cr_assert_not_null(p, ...) T_LITE_CHECK_(t_lite_check, (p) != NULL, #p " != NULL", __VA_ARGS__)
+#define cr_assert(cond, ...) T_LITE_CHECK_(t_lite_fail, (cond), #cond, __VA_ARGS__)
+#define cr_assert_not(cond, ...) T_LITE_CHECK_(t_lite_fail, !(cond), "!(" #cond ")", __VA_ARGS__)
+#define cr_assert_eq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) == (b), #a " == " #b, __VA_ARGS__)
+#define cr_assert_neq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) != (b), #a " != " #b, __VA_ARGS__)
+#define cr_assert_gt(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) > (b), #a " > " #b, __VA_ARGS__)
+#define cr_assert_geq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) >= (b), #a " >= " #b, __VA_ARGS__)
+#define cr_assert_lt(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) < (b), #a " < " #b, __VA_ARGS__)
+#define cr_assert_leq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) <= (b), #a " <= " #b, __VA_ARGS__)
+#define cr_assert_null(p, ...) T_LITE_CHECK_(t_lite_fail, (p) == NULL, #p " == NULL", __VA_ARGS__)
+#define cr_assert_not_null(p, ...) T_LITE_CHECK_(t_lite_fail, (p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...)                                                                   \
-    T_LITE_CHECK_(t_lite_check, (a) != NULL && (b) != NULL && strcmp((a), (b)) == 0, #a " equals " #b, __VA_ARGS__)
+    T_LITE_CHECK_(t_lite_fail, (a) != NULL && (b) != NULL && strcmp((a), (b)) == 0, #a " equals " #b, __VA_ARGS__)
 #define cr_assert_str_neq(a, b, ...)                                                                  \
-    T_LITE_CHECK_(t_lite_check, (a) != NULL && (b) != NULL && strcmp((a), (b)) != 0, #a " differs from " #b, \
+    T_LITE_CHECK_(t_lite_fail, (a) != NULL && (b) != NULL && strcmp((a), (b)) != 0, #a " differs from " #b, \
                   __VA_ARGS__)
-#define cr_expect(cond, ...) T_LITE_CHECK_(t_lite_expect, (cond), #cond, __VA_ARGS__)
-#define cr_expect_eq(a, b, ...) T_LITE_CHECK_(t_lite_expect, (a) == (b), #a " == " #b, __VA_ARGS__)
-#define cr_assert_fail(...) t_lite_check(false, __FILE__, __LINE__, "failure", "" __VA_ARGS__)
+#define cr_expect(cond, ...) T_LITE_CHECK_(t_lite_expect_fail, (cond), #cond, __VA_ARGS__)
+#define cr_expect_eq(a, b, ...) T_LITE_CHECK_(t_lite_expect_fail, (a) == (b), #a " == " #b, __VA_ARGS__)
+#define cr_assert_fail(...) t_lite_fail(__FILE__, __LINE__, "failure", "" __VA_ARGS__)
 #define cr_skip_test(...) t_lite_skip("" __VA_ARGS__)
 #define cr_skip(...) t_lite_skip("" __VA_ARGS__)
 #define cr_log_info(...) t_lite_info("" __VA_ARGS__)
