@@ -136,10 +136,16 @@ run_ctest_preset() {
 # valgrind: the engine's suites (conformance, defects, model, disk tier and its I/O layer, range
 # sets, memory tiers) and the engine fuzz corpus replay, built with -g and internal assertions
 # (preset 'valgrind'). Not test_os: it checks the OS layer's own mappings (a 64 GiB reservation
-# among them), which valgrind replaces with its own. Criterion re-executes the test program for
-# every test, so --trace-children puts each test under memcheck too; each process writes its own
-# log, and the mode fails on a failed test or on any log whose ERROR SUMMARY is not 0 (memcheck
-# errors, and definite leaks through --errors-for-leak-kinds). VIDMM_BACKEND=scalar: valgrind
+# among them), which valgrind replaces with its own. The preset builds the suites against the
+# forking runner of tests/common/t_lite.h (VIDMM_TEST_LITE; tests/common/lite/criterion/
+# criterion.h): each test is a fork() of the runner under memcheck, a fresh process memcheck
+# checks to its exit, where Criterion re-executed the program for every test and so started
+# memcheck afresh each time (issue 29: that start - the program, its 20 shared libraries and
+# their debug information, the engine's first calls translated - was most of the mode's 13-14
+# minutes here: test_conf_lock's 54 tests took 108 s, 4 s of CPU a test). --trace-children
+# stays, for a test that executes a program. Each process writes its own log, and the mode
+# fails on a failed test or on any log whose ERROR SUMMARY is not 0 (memcheck errors, and
+# definite leaks through --errors-for-leak-kinds). VIDMM_BACKEND=scalar: valgrind
 # 3.19 has no AVX-512, and the scalar kernels are the reference. Under valgrind the library
 # falls back by itself to a smaller address-space reservation and to the thread-pool disk I/O
 # (a thread in io_uring_enter() stops every other one there), each with a logged warning.
@@ -163,10 +169,9 @@ VG_BACKEND_PROGRAMS=(test_copy test_fill test_reference fuzz_engine_replay)
 # each runs alone, after the others, as CTest runs them (RUN_SERIAL, tests/engine/os.cmake says
 # why: any other program's devices take pages of the raised pool).
 VG_ALONE='^(test_os|test_tiers|test_writewatch)$'
-# Programs run at once, and tests at once within each (Criterion's -j). A test process under
-# memcheck spends most of its time starting (valgrind, the test program's 20 shared libraries and
-# their debug info, the engine's first calls translated) rather than testing, and a program's
-# last tests leave a CPU idle: with two programs at once, the other fills it.
+# Programs run at once, and tests at once within each (t_lite's -j, Criterion's spelling). A
+# program's last tests, and a corpus replay (one process), leave a CPU idle: with two programs
+# at once, the other fills it.
 VG_PROGRAM_JOBS=${VIDMM_VALGRIND_JOBS:-$jobs}
 
 # vg_weight <program>: how long it is expected to run, to start the longest first: its seconds in
@@ -221,7 +226,9 @@ vg_run() {
     args+=("--filter=${p#test_}_$be/*")
   fi
   [[ $p == fuzz_*_replay ]] && args=("$(corpus_of "$p")")
-  VIDMM_BACKEND=$be exec timeout -k 30 1800 \
+  # No per-test time limit but a test's own .timeout, as under Criterion (t_lite's default of
+  # 60 s is for the TSan build); the 30 minutes of 'timeout' bound the program.
+  VIDMM_TEST_LITE_TIMEOUT=0 VIDMM_BACKEND=$be exec timeout -k 30 1800 \
     valgrind --tool=memcheck --trace-children=yes --error-exitcode=99 --num-callers=32 \
     --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --vgdb=no \
     --log-file="$logs/$t.%p.log" "build/valgrind/tests/$p" "${args[@]}" >"$logs/$t.out" 2>&1

@@ -11,7 +11,9 @@
  * under Criterion), exit status 77 for a skip, a time limit per test.
  *
  * Only what tests/concurrency, tests/common and the engine suites (tests/engine: conformance,
- * model) use is provided. */
+ * model) use is provided, and what the programs tools/test.sh runs under valgrind memcheck use
+ * (cr_expect*, ReportHook(PRE_ALL/POST_ALL), Criterion's --filter, -j, --list): the valgrind
+ * preset builds those against this runner too (VIDMM_TEST_LITE; tests/common/lite/ says why). */
 #ifndef VIDMM_TESTS_T_LITE_H
 #define VIDMM_TESTS_T_LITE_H
 
@@ -30,8 +32,21 @@ void t_lite_register(struct t_lite_test *t);
 /* No format attribute: an assertion without a message passes "" as its format, which
  * -Wformat-zero-length would flag at every call. */
 void t_lite_check(bool ok, const char *file, int line, const char *expr, const char *fmt, ...);
+/* A failed cr_assert*(): reported, and the test ends (as Criterion's, it does not return, which
+ * the compiler knows: code after a check may rely on it). */
+_Noreturn void t_lite_fail(const char *file, int line, const char *expr, const char *fmt, ...);
 _Noreturn void t_lite_skip(const char *fmt, ...);
 void t_lite_info(const char *fmt, ...);
+/* cr_expect*(): a failure is reported and the test goes on; it fails at its end. */
+void t_lite_expect_fail(const char *file, int line, const char *expr, const char *fmt, ...);
+
+/* ReportHook(PRE_ALL) / ReportHook(POST_ALL): run in the runner before the first test and after
+ * the last (t_lite.c calls them where a suite defines them; their argument is NULL). */
+struct criterion_test_set;
+struct criterion_global_stats;
+#define ReportHook(K) void t_lite_hook_##K
+void t_lite_hook_PRE_ALL(struct criterion_test_set *set);
+void t_lite_hook_POST_ALL(struct criterion_global_stats *stats);
 
 /* Test(suite, name, .timeout = seconds): defines the body and registers it before main(). */
 #define Test(S, N, ...)                                                                            \
@@ -41,21 +56,33 @@ void t_lite_info(const char *fmt, ...);
     __attribute__((constructor)) static void S##_##N##_register(void) { t_lite_register(&S##_##N##_desc); } \
     static void S##_##N##_body(void)
 
-/* The message is optional, as in Criterion: "" glues onto a format literal or stands alone. */
-#define cr_assert(cond, ...) t_lite_check((cond), __FILE__, __LINE__, #cond, "" __VA_ARGS__)
-#define cr_assert_not(cond, ...) t_lite_check(!(cond), __FILE__, __LINE__, "!(" #cond ")", "" __VA_ARGS__)
-#define cr_assert_eq(a, b, ...) t_lite_check((a) == (b), __FILE__, __LINE__, #a " == " #b, "" __VA_ARGS__)
-#define cr_assert_neq(a, b, ...) t_lite_check((a) != (b), __FILE__, __LINE__, #a " != " #b, "" __VA_ARGS__)
-#define cr_assert_gt(a, b, ...) t_lite_check((a) > (b), __FILE__, __LINE__, #a " > " #b, "" __VA_ARGS__)
-#define cr_assert_geq(a, b, ...) t_lite_check((a) >= (b), __FILE__, __LINE__, #a " >= " #b, "" __VA_ARGS__)
-#define cr_assert_lt(a, b, ...) t_lite_check((a) < (b), __FILE__, __LINE__, #a " < " #b, "" __VA_ARGS__)
-#define cr_assert_leq(a, b, ...) t_lite_check((a) <= (b), __FILE__, __LINE__, #a " <= " #b, "" __VA_ARGS__)
-#define cr_assert_null(p, ...) t_lite_check((p) == NULL, __FILE__, __LINE__, #p " == NULL", "" __VA_ARGS__)
-#define cr_assert_not_null(p, ...) t_lite_check((p) != NULL, __FILE__, __LINE__, #p " != NULL", "" __VA_ARGS__)
+/* The message is optional, as in Criterion: "" glues onto a format literal or stands alone. As
+ * in Criterion, the message's arguments are evaluated only when the check fails: a message that
+ * reads what exists only on failure (an operation a call should not have emitted) must not be
+ * read on success, where memcheck would flag it as uninitialised (the valgrind preset). */
+#define T_LITE_CHECK_(fn, cond, expr, ...)                                                        \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fn(__FILE__, __LINE__, expr, "" __VA_ARGS__);                                          \
+    } while (0)
+#define cr_assert(cond, ...) T_LITE_CHECK_(t_lite_fail, (cond), #cond, __VA_ARGS__)
+#define cr_assert_not(cond, ...) T_LITE_CHECK_(t_lite_fail, !(cond), "!(" #cond ")", __VA_ARGS__)
+#define cr_assert_eq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) == (b), #a " == " #b, __VA_ARGS__)
+#define cr_assert_neq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) != (b), #a " != " #b, __VA_ARGS__)
+#define cr_assert_gt(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) > (b), #a " > " #b, __VA_ARGS__)
+#define cr_assert_geq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) >= (b), #a " >= " #b, __VA_ARGS__)
+#define cr_assert_lt(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) < (b), #a " < " #b, __VA_ARGS__)
+#define cr_assert_leq(a, b, ...) T_LITE_CHECK_(t_lite_fail, (a) <= (b), #a " <= " #b, __VA_ARGS__)
+#define cr_assert_null(p, ...) T_LITE_CHECK_(t_lite_fail, (p) == NULL, #p " == NULL", __VA_ARGS__)
+#define cr_assert_not_null(p, ...) T_LITE_CHECK_(t_lite_fail, (p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...)                                                                   \
-    t_lite_check((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0, __FILE__, __LINE__, #a " equals " #b, \
-                 "" __VA_ARGS__)
-#define cr_assert_fail(...) t_lite_check(false, __FILE__, __LINE__, "failure", "" __VA_ARGS__)
+    T_LITE_CHECK_(t_lite_fail, (a) != NULL && (b) != NULL && strcmp((a), (b)) == 0, #a " equals " #b, __VA_ARGS__)
+#define cr_assert_str_neq(a, b, ...)                                                                  \
+    T_LITE_CHECK_(t_lite_fail, (a) != NULL && (b) != NULL && strcmp((a), (b)) != 0, #a " differs from " #b, \
+                  __VA_ARGS__)
+#define cr_expect(cond, ...) T_LITE_CHECK_(t_lite_expect_fail, (cond), #cond, __VA_ARGS__)
+#define cr_expect_eq(a, b, ...) T_LITE_CHECK_(t_lite_expect_fail, (a) == (b), #a " == " #b, __VA_ARGS__)
+#define cr_assert_fail(...) t_lite_fail(__FILE__, __LINE__, "failure", "" __VA_ARGS__)
 #define cr_skip_test(...) t_lite_skip("" __VA_ARGS__)
 #define cr_skip(...) t_lite_skip("" __VA_ARGS__)
 #define cr_log_info(...) t_lite_info("" __VA_ARGS__)
