@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "vidmm/vidmm.h"
+#include "t_backend.h"
 
 #define T_LITE_SKIP 77
 #define T_LITE_DEFAULT_TIMEOUT 60
@@ -148,22 +149,6 @@ static int finish_one(const struct t_lite_test *t, int status)
         fprintf(stderr, "[FAIL] %s::%s: %s\n", t->suite, t->name,
                 sig == SIGALRM ? "timed out" : strsignal(sig));
     }
-    return 1;
-}
-
-/* Without the check, a run forced to a backend the CPU lacks would quietly test the fallback
- * backend and pass (as tests/common/t_main.c, Criterion's main(), says). */
-static int forced_backend_missing(void)
-{
-    const char *forced = getenv("VIDMM_BACKEND");
-    if (forced == NULL || *forced == '\0')
-        return 0;
-    int b = vidmm_backend_from_string(forced);
-    if (b <= VIDMM_BACKEND_AUTO)
-        return 0;
-    if (vidmm_backend_supported((enum vidmm_backend)b))
-        return 0;
-    fprintf(stderr, "VIDMM_BACKEND=%s: this CPU or build cannot run that backend; skipping\n", forced);
     return 1;
 }
 

@@ -825,6 +825,16 @@ static inline __attribute__((always_inline)) void strip16_body(unsigned char *ti
     default: strip16_body(tiled, lin, row_pitch, tbase, ntile, xo, cols, yo, zoff, nquads, untile, nt, pfon, pf, pf_end); break; \
     }
 
+/* A deswizzle strip's two instantiations: with the next strip's lines to prefetch, or none. */
+#define UNTILE_PF_DISPATCH(DISPATCH, nt)                            \
+    if (pf_lines != 0) {                                            \
+        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;  \
+        DISPATCH(true, nt, true)                                    \
+    } else {                                                        \
+        const unsigned char *pf_end = pf;                           \
+        DISPATCH(true, nt, false)                                   \
+    }
+
 static void swz_strip16(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
                         unsigned ntile, const uint32_t *xo, unsigned cols, const uint32_t *yo, uint32_t zoff,
                         unsigned nquads)
@@ -839,13 +849,7 @@ static void unswz_strip16(const unsigned char *src, unsigned char *lin, size_t r
                           unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (pf_lines != 0) {
-        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
-        STRIP16_DISPATCH(true, false, true)
-    } else {
-        const unsigned char *pf_end = pf;
-        STRIP16_DISPATCH(true, false, false)
-    }
+    UNTILE_PF_DISPATCH(STRIP16_DISPATCH, false)
 }
 
 static void swz_strip16_nt(unsigned char *tiled, const unsigned char *src, size_t row_pitch, const uint32_t *tbase,
@@ -862,13 +866,7 @@ static void unswz_strip16_nt(const unsigned char *src, unsigned char *lin, size_
                              unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (pf_lines != 0) {
-        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
-        STRIP16_DISPATCH(true, true, true)
-    } else {
-        const unsigned char *pf_end = pf;
-        STRIP16_DISPATCH(true, true, false)
-    }
+    UNTILE_PF_DISPATCH(STRIP16_DISPATCH, true)
 }
 #undef STRIP16_DISPATCH
 
@@ -999,13 +997,7 @@ static void unswz_qstrip8(const unsigned char *src, unsigned char *lin, size_t r
                           unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (pf_lines != 0) {
-        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
-        QSTRIP8_DISPATCH(true, false, true)
-    } else {
-        const unsigned char *pf_end = pf;
-        QSTRIP8_DISPATCH(true, false, false)
-    }
+    UNTILE_PF_DISPATCH(QSTRIP8_DISPATCH, false)
 }
 
 static void unswz_qstrip8_nt(const unsigned char *src, unsigned char *lin, size_t row_pitch, const uint32_t *tbase,
@@ -1013,15 +1005,10 @@ static void unswz_qstrip8_nt(const unsigned char *src, unsigned char *lin, size_
                              unsigned nquads, const unsigned char *pf, unsigned pf_lines)
 {
     unsigned char *tiled = (unsigned char *)(uintptr_t)src; /* only read in this direction */
-    if (pf_lines != 0) {
-        const unsigned char *pf_end = pf + (size_t)pf_lines * 64;
-        QSTRIP8_DISPATCH(true, true, true)
-    } else {
-        const unsigned char *pf_end = pf;
-        QSTRIP8_DISPATCH(true, true, false)
-    }
+    UNTILE_PF_DISPATCH(QSTRIP8_DISPATCH, true)
 }
 #undef QSTRIP8_DISPATCH
+#undef UNTILE_PF_DISPATCH
 
 /* swz_lines16_nt / swz_qlines8_nt (kernel_ops.h): one whole tile of a large swizzle, as a strip of
  * one tile with streaming stores. For layouts whose address bits right above the 16-byte run are
