@@ -258,19 +258,23 @@ struct swz_family {
     enum vidmm_tiling tiling;
     bool byte_columns;
     uint32_t amd_mode;
+    uint32_t elem;      /* element bytes (0: 4, or 1 with byte columns) */
 };
 
 static const struct swz_family families[] = {
-    { "bl", VIDMM_TILING_BLOCK_LINEAR, false, 0 },
-    { "intel_y", VIDMM_TILING_INTEL_Y, true, 0 },
-    { "intel_4", VIDMM_TILING_INTEL_4, true, 0 },
-    { "intel_x", VIDMM_TILING_INTEL_X, true, 0 },
-    { "d3d64k", VIDMM_TILING_D3D_STD_64K, false, 0 },
-    { "d3d4k", VIDMM_TILING_D3D_STD_4K, false, 0 },
-    { "amd_rx", VIDMM_TILING_AMD_GFX10, false, 27 },   /* SW_64KB_R_X, 32 bpp */
-    { "eq", VIDMM_TILING_EQUATION, false, 0 },
-    { "morton", VIDMM_TILING_MORTON, false, 0 },
-    { "linear", VIDMM_TILING_LINEAR, false, 0 },
+    { "bl", VIDMM_TILING_BLOCK_LINEAR, false, 0, 0 },
+    { "intel_y", VIDMM_TILING_INTEL_Y, true, 0, 0 },
+    { "intel_4", VIDMM_TILING_INTEL_4, true, 0, 0 },
+    { "intel_x", VIDMM_TILING_INTEL_X, true, 0, 0 },
+    { "d3d64k", VIDMM_TILING_D3D_STD_64K, false, 0, 0 },
+    { "d3d4k", VIDMM_TILING_D3D_STD_4K, false, 0, 0 },
+    { "amd_rx", VIDMM_TILING_AMD_GFX10, false, 27, 0 },   /* SW_64KB_R_X, 32 bpp */
+    { "eq", VIDMM_TILING_EQUATION, false, 0, 0 },
+    { "morton", VIDMM_TILING_MORTON, false, 0, 0 },
+    /* 16-byte units (BCn blocks): the 32-byte runs of merge_runs() (lib/kernels/swizzle.c); a
+     * quarter as many columns, so a row moves the bytes of the 4-byte rows. */
+    { "morton16", VIDMM_TILING_MORTON, false, 0, 16 },
+    { "linear", VIDMM_TILING_LINEAR, false, 0, 0 },
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
@@ -311,10 +315,10 @@ static void swz_describe(const struct swz_family *f, uint32_t side, struct vidmm
         L->equation = &eq_e4;
     memset(S, 0, sizeof(*S));
     S->size = sizeof(*S);
-    S->width = f->byte_columns ? side * 4 : side;
+    S->width = f->byte_columns ? side * 4 : f->elem == 16 ? side / 4 : side;
     S->height = side;
     S->depth = 1;
-    S->element_bytes = f->byte_columns ? 1 : 4;
+    S->element_bytes = f->byte_columns ? 1 : f->elem ? f->elem : 4;
     S->block_width = S->block_height = 1;
     S->mip_levels = 1;
     S->array_layers = 1;
@@ -353,6 +357,8 @@ static void rows_swizzle(void)
         const struct swz_family *f = &families[fi];
         for (size_t si = 0; si <= NSIDES; si++) {
             bool is_box = si == NSIDES;
+            if (is_box && f->elem == 16)
+                continue; /* its box: the 4-byte Morton's walk, already a row */
             uint32_t side = is_box ? swz_sides[NSIDES - 1] : swz_sides[si];
             struct vidmm_tile_layout L;
             struct vidmm_surface_desc S;
@@ -415,7 +421,7 @@ static void rows_tile_runs(void)
         eq_rows.term[b][0].channel = b < 4 ? VIDMM_EQ_X : VIDMM_EQ_Y;
         eq_rows.term[b][0].bit = (uint8_t)(b < 4 ? b : b == 4 ? 1 : b == 5 ? 0 : b - 4);
     }
-    const struct swz_family f = { "eq_rows", VIDMM_TILING_EQUATION, false, 0 };
+    const struct swz_family f = { "eq_rows", VIDMM_TILING_EQUATION, false, 0, 0 };
     const uint32_t side = 256;
     const unsigned reps = 4;
     for (int dir = 0; dir < 2; dir++) {
