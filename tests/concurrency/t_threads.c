@@ -42,10 +42,58 @@ bool t_own_check(vidmm_device *dev, vidmm_handle h, const unsigned char *want, s
     if (err)
         return t_fail(failure, "check lock: %s", vidmm_strerror(err));
     ptrdiff_t d = t_find_diff(la.data, want, size);
+    if (d >= 0) {
+        /* Where the loss ends and what is there instead (read before the unlock): which write
+         * it was, and what the bytes went back to - the fill, or an older write's. */
+        const unsigned char *got = la.data;
+        size_t e = (size_t)d, diffs = 0;
+        for (size_t i = (size_t)d; i < size; i++)
+            if (got[i] != want[i]) {
+                e = i + 1;
+                diffs++;
+            }
+        t_fail(failure, "thread %d allocation %d: content lost at byte %td (to %zu, %zu bytes differ; 0x%02x where "
+               "0x%02x was written)", index, k, d, e, diffs, got[d], want[d]);
+        (void)vidmm_unlock(dev, 1, &h);
+        return false;
+    }
     err = vidmm_unlock(dev, 1, &h);
-    if (d >= 0)
-        return t_fail(failure, "thread %d allocation %d: content lost at byte %td", index, k, d);
     if (err)
         return t_fail(failure, "check unlock: %s", vidmm_strerror(err));
     return true;
+}
+
+void t_gpu_init(struct t_gpu *gpu, vidmm_device *dev)
+{
+    memset(gpu, 0, sizeof *gpu);
+    pthread_mutex_init(&gpu->mu, NULL);
+    gpu->signalled = vidmm_fence_completed(dev);
+}
+
+void t_gpu_destroy(struct t_gpu *gpu)
+{
+    pthread_mutex_destroy(&gpu->mu);
+}
+
+int t_gpu_done(struct t_gpu *gpu, vidmm_device *dev, uint64_t fence)
+{
+    pthread_mutex_lock(&gpu->mu);
+    const uint64_t bit = fence % T_GPU_WINDOW;
+    if (fence <= gpu->signalled || fence - gpu->signalled > T_GPU_WINDOW || (gpu->done[bit / 64] >> (bit % 64) & 1)) {
+        pthread_mutex_unlock(&gpu->mu);
+        return VIDMM_E_INVALID_ARG;
+    }
+    gpu->done[bit / 64] |= 1ull << (bit % 64);
+    const uint64_t before = gpu->signalled;
+    for (;;) {
+        const uint64_t next = (gpu->signalled + 1) % T_GPU_WINDOW;
+        if (!(gpu->done[next / 64] >> (next % 64) & 1))
+            break;
+        gpu->done[next / 64] &= ~(1ull << (next % 64));
+        gpu->signalled++;
+    }
+    /* Signalled under the mutex: the device sees the values in increasing order. */
+    const int err = gpu->signalled != before ? vidmm_fence_signal(dev, gpu->signalled) : 0;
+    pthread_mutex_unlock(&gpu->mu);
+    return err;
 }

@@ -32,6 +32,7 @@ struct shared {
     vidmm_device *dev;
     vidmm_handle shared[N_SHARED];
     pthread_barrier_t start;
+    struct t_gpu gpu;           /* the fences, signalled in order (t_threads.h) */
 };
 
 struct worker {
@@ -76,7 +77,7 @@ static bool one_op(struct worker *w)
         size_t off = t_rng_below(&w->rng, ASIZE - 4096);
         t_rng_bytes(&w->rng, w->want[k] + off, 4096);
         memcpy((unsigned char *)where[0].cpu + off, w->want[k] + off, 4096);
-        if ((err = vidmm_fence_signal(dev, fence)) != 0)
+        if ((err = t_gpu_done(&w->sh->gpu, dev, fence)) != 0)
             T_FAIL(w, "signal: %s", vidmm_strerror(err));
     } else if (r < 60) {
         struct vidmm_lock_args la = { w->h[k], 0, 0, NULL, 0, 0, NULL };
@@ -152,6 +153,7 @@ static void run(uint32_t paging_threads, bool disk)
     memset(&sh, 0, sizeof sh);
     int err = vidmm_device_create(&dd, &sh.dev);
     cr_assert_eq(err, 0, "device_create: %s", vidmm_strerror(err));
+    t_gpu_init(&sh.gpu, sh.dev);
     for (int i = 0; i < N_SHARED; i++) {
         struct vidmm_alloc_desc d = { .size_of = sizeof d };
         d.size = 64 << 10;
@@ -189,6 +191,7 @@ static void run(uint32_t paging_threads, bool disk)
         cr_assert_gt(st.swap_writes, 0, "the disk tier never wrote");
     free(w);
     pthread_barrier_destroy(&sh.start);
+    t_gpu_destroy(&sh.gpu);
     vidmm_device_destroy(sh.dev);
     if (disk) {
         unlink(path);

@@ -58,6 +58,7 @@ struct shared {
     unsigned char *want[N_ALL]; /* what each must hold; a part is written by its one owner */
     pthread_barrier_t start;
     atomic_int lockers_done;
+    struct t_gpu gpu;           /* the fences, signalled in order (t_threads.h) */
 };
 
 struct thread {
@@ -316,12 +317,14 @@ static bool submit(struct thread *t)
         const uint64_t page = t_rng_below(&t->rng, (size_t)(sh->size[w] / 4096));
         struct vidmm_va_translation tr;
         err = vidmm_va_translate(sh->sp, sh->va[w] + page * 4096, &tr);
-        if (err)
+        if (err) {
+            (void)t_gpu_done(&sh->gpu, sh->dev, fence); /* or the fences after it never complete */
             T_FAIL(t, "thread %d: translate of allocation %d in submitted work: %s", t->index, w, vidmm_strerror(err));
+        }
         t_rng_bytes(&t->rng, sh->want[w] + page * 4096, 4096);
         memcpy(tr.cpu, sh->want[w] + page * 4096, 4096);
     }
-    if ((err = vidmm_fence_signal(sh->dev, fence)) != 0)
+    if ((err = t_gpu_done(&sh->gpu, sh->dev, fence)) != 0)
         T_FAIL(t, "thread %d: signal: %s", t->index, vidmm_strerror(err));
     t->submits++;
     return true;
@@ -411,6 +414,7 @@ static void run(uint32_t paging_threads)
     memset(&sh, 0, sizeof sh);
     int err = vidmm_device_create(&dd, &sh.dev);
     cr_assert_eq(err, 0, "device_create: %s", vidmm_strerror(err));
+    t_gpu_init(&sh.gpu, sh.dev);
     cr_assert_eq(vidmm_va_space_create(sh.dev, PROCESS, &sh.sp), 0);
     for (int i = 0; i < N_ALL; i++) {
         const bool shared = i >= N_LOCKERS * OWN && i < N_LOCKERS * OWN + N_SHARED;
@@ -479,6 +483,7 @@ static void run(uint32_t paging_threads)
         free(sh.want[i]);
     free(t);
     pthread_barrier_destroy(&sh.start);
+    t_gpu_destroy(&sh.gpu);
     vidmm_va_space_destroy(sh.sp);
     vidmm_device_destroy(sh.dev);
 }

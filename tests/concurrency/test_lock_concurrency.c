@@ -45,6 +45,7 @@ struct shared {
     uint64_t tiled_size, linear_size;
     pthread_barrier_t start;
     atomic_int locker_done;
+    struct t_gpu gpu;           /* the fences, signalled in order (t_threads.h) */
 };
 
 struct thread {
@@ -61,7 +62,19 @@ struct thread {
     unsigned char *want[OWN];
     unsigned long big_busy;     /* evictions of the big allocation refused as busy; the locker:
                                    locks that found no room */
+    /* The last operations on each owned allocation, for a failure's message. */
+    struct { char op; uint32_t off, seg, seg_off; } hist[OWN][8];
+    unsigned nhist[OWN];
 };
+
+static void note_op(struct thread *t, int k, char op, size_t off, uint32_t seg, uint64_t seg_off)
+{
+    unsigned i = t->nhist[k]++ % 8;
+    t->hist[k][i].op = op;
+    t->hist[k][i].off = (uint32_t)off;
+    t->hist[k][i].seg = seg;
+    t->hist[k][i].seg_off = (uint32_t)seg_off;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * The locker.
@@ -142,7 +155,7 @@ static bool locker_one(struct thread *t, int i, bool *done)
             return true; /* the others hold the segment: legitimate */
         if (err)
             T_FAIL(t, "submit %d: %s", i, vidmm_strerror(err));
-        if ((err = vidmm_fence_signal(dev, fence)) != 0)
+        if ((err = t_gpu_done(&sh->gpu, dev, fence)) != 0)
             T_FAIL(t, "signal: %s", vidmm_strerror(err));
     }
     return true;
@@ -176,7 +189,23 @@ static bool create_own(struct thread *t, int k)
 
 static bool check_own(struct thread *t, int k)
 {
-    return t_own_check(t->sh->dev, t->h[k], t->want[k], ASIZE, t->index, k, t->failure);
+    if (t_own_check(t->sh->dev, t->h[k], t->want[k], ASIZE, t->index, k, t->failure))
+        return true;
+    /* What happened to it last (oldest first: S submit write at off in seg:seg_off, L lock
+     * write, E evict, C recreate) and where it is now. */
+    size_t n = strlen(t->failure);
+    struct vidmm_alloc_info info = { .size_of = sizeof info };
+    if (vidmm_alloc_query(t->sh->dev, t->h[k], &info) == 0)
+        n += (size_t)snprintf(t->failure + n, T_FAILURE_MAX - n, "; now where %u seg %u:%llx dirty %d lost %d; ops",
+                              info.where, info.segment_id, (unsigned long long)info.offset, info.dirty,
+                              info.content_lost);
+    const unsigned first = t->nhist[k] > 8 ? t->nhist[k] - 8 : 0;
+    for (unsigned i = first; i < t->nhist[k] && n < T_FAILURE_MAX; i++) {
+        const unsigned j = i % 8;
+        n += (size_t)snprintf(t->failure + n, T_FAILURE_MAX - n, " %c%x@%u:%x", t->hist[k][j].op, t->hist[k][j].off,
+                              t->hist[k][j].seg, t->hist[k][j].seg_off);
+    }
+    return false;
 }
 
 static bool other_one(struct thread *t)
@@ -197,7 +226,8 @@ static bool other_one(struct thread *t)
         size_t off = t_rng_below(&t->rng, ASIZE - 4096);
         t_rng_bytes(&t->rng, t->want[k] + off, 4096);
         memcpy((unsigned char *)where.cpu + off, t->want[k] + off, 4096);
-        if ((err = vidmm_fence_signal(dev, fence)) != 0)
+        note_op(t, k, 'S', off, where.segment_id, where.offset);
+        if ((err = t_gpu_done(&t->sh->gpu, dev, fence)) != 0)
             T_FAIL(t, "signal: %s", vidmm_strerror(err));
     } else if (r < 55) {
         struct vidmm_lock_args la = { t->h[k], 0, 0, NULL, 0, 0, NULL };
@@ -206,15 +236,18 @@ static bool other_one(struct thread *t)
         size_t off = t_rng_below(&t->rng, ASIZE - 512);
         t_rng_bytes(&t->rng, t->want[k] + off, 512);
         memcpy((unsigned char *)la.data + off, t->want[k] + off, 512);
+        note_op(t, k, 'L', off, 0, (uint64_t)(uintptr_t)la.data & 0xffffffffu);
         if ((err = vidmm_unlock(dev, 1, &t->h[k])) != 0)
             T_FAIL(t, "unlock: %s", vidmm_strerror(err));
     } else if (r < 67) {
         err = vidmm_evict(dev, &t->h[k], 1);
         if (err && err != VIDMM_E_BUSY)
             T_FAIL(t, "evict: %s", vidmm_strerror(err));
+        note_op(t, k, err ? 'e' : 'E', 0, 0, 0);
     } else if (r < 75) {
         if ((err = vidmm_alloc_destroy(dev, t->h[k])) != 0)
             T_FAIL(t, "destroy: %s", vidmm_strerror(err));
+        note_op(t, k, 'C', 0, 0, 0);
         return create_own(t, k);
     } else if (r < 85 && t->index == 0) {
         /* The big allocation, from outside its locks: evicting it is refused while it is locked
@@ -275,6 +308,7 @@ static void run(uint32_t paging_threads, uint32_t dev_flags)
     memset(&sh, 0, sizeof sh);
     int err = vidmm_device_create(&dd, &sh.dev);
     cr_assert_eq(err, 0, "device_create: %s", vidmm_strerror(err));
+    t_gpu_init(&sh.gpu, sh.dev);
     sh.layout = (struct vidmm_tile_layout)VIDMM_TILE_LAYOUT_INIT(VIDMM_TILING_BLOCK_LINEAR);
     sh.surface = (struct vidmm_surface_desc){ sizeof sh.surface, SURF_W, SURF_H, 1, 4, 1, 1, SURF_MIPS, 1 };
     cr_assert_eq(vidmm_surface_tiled_size(&sh.layout, &sh.surface, &sh.tiled_size), 0);
@@ -344,6 +378,7 @@ static void run(uint32_t paging_threads, uint32_t dev_flags)
     free(lin);
     free(t);
     pthread_barrier_destroy(&sh.start);
+    t_gpu_destroy(&sh.gpu);
     vidmm_device_destroy(sh.dev);
 }
 
