@@ -305,22 +305,28 @@ static void swz_rows16_nt(unsigned char *tile, const unsigned char *lin, size_t 
 static inline __attribute__((always_inline)) void pairs16_body(unsigned char *tile, unsigned char *lin,
                                                                size_t row_pitch, const uint32_t *xo,
                                                                const uint32_t *yo, uint32_t zoff, unsigned ncols,
-                                                               unsigned npairs, bool untile, bool nt)
+                                                               unsigned npairs, bool untile, bool nt, bool add)
 {
     uint32_t x[64];
 
     for (unsigned c = 0; c < ncols; c++)
         x[c] = xo[c];
-    for (unsigned p = 0; p < npairs; p++) {
+    unsigned char *lrun = lin; /* the add variant's rows: a pointer stepped (fewer instructions
+                                  there; in the other it cost the SSE2 body 12%: the gate's bl rows) */
+    for (unsigned p = 0; p < npairs; p++, lrun += 2 * row_pitch) {
         const uint32_t yoff = yo[2 * p] ^ zoff;
-        unsigned char *l0 = lin + 2 * p * row_pitch, *l1 = l0 + row_pitch;
+        unsigned char *l0 = add ? lrun : lin + 2 * p * row_pitch, *l1 = l0 + row_pitch;
+        /* With 'add' no column offset shares a bit with a row's (the caller checked): the XOR is
+         * an addition, and each run's address one addressing mode off the row's tile byte. */
+        unsigned char *const trow = add ? tile + yoff : tile;
+#define PAIR_AT(c) (add ? trow + x[c] : tile + (x[c] ^ yoff))
         unsigned c = 0;
         /* Four runs at a time, so that each row's 64 bytes are written back to back: with rows
          * written in turn 16 or 32 bytes at a time, untiling the GOB ran 25% (AVX2) and 70%
          * (SSE2) slower than the portable row-by-row walk (4 MiB, pitch 4096, Zen 3). */
         for (; c + 4 <= ncols; c += 4) {
-            unsigned char *t0 = tile + (x[c] ^ yoff), *t1 = tile + (x[c + 1] ^ yoff);
-            unsigned char *t2 = tile + (x[c + 2] ^ yoff), *t3 = tile + (x[c + 3] ^ yoff);
+            unsigned char *t0 = PAIR_AT(c), *t1 = PAIR_AT(c + 1);
+            unsigned char *t2 = PAIR_AT(c + 2), *t3 = PAIR_AT(c + 3);
 #if VL >= 32
 #if VL >= 64
             if (nt) {
@@ -423,8 +429,26 @@ static inline __attribute__((always_inline)) void pairs16_body(unsigned char *ti
             }
 #endif
         }
+#if VL >= 32
+        if (!nt && c + 2 <= ncols) {
+            /* Two runs left: one granule pair, as above. */
+            unsigned char *t0 = PAIR_AT(c), *t1 = PAIR_AT(c + 1);
+            if (!untile) {
+                __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(l0 + 16 * c));
+                __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(l1 + 16 * c));
+                _mm256_storeu_si256((__m256i *)(void *)t0, _mm256_permute2x128_si256(a0, b0, 0x20));
+                _mm256_storeu_si256((__m256i *)(void *)t1, _mm256_permute2x128_si256(a0, b0, 0x31));
+            } else {
+                __m256i g0 = _mm256_loadu_si256((const __m256i *)(const void *)t0);
+                __m256i g1 = _mm256_loadu_si256((const __m256i *)(const void *)t1);
+                _mm256_storeu_si256((__m256i *)(void *)(l0 + 16 * c), _mm256_permute2x128_si256(g0, g1, 0x20));
+                _mm256_storeu_si256((__m256i *)(void *)(l1 + 16 * c), _mm256_permute2x128_si256(g0, g1, 0x31));
+            }
+            c += 2;
+        }
+#endif
         for (; c < ncols; c++) {
-            unsigned char *t = tile + (x[c] ^ yoff);
+            unsigned char *t = PAIR_AT(c);
             if (!untile) {
                 __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(l0 + 16 * c));
                 __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(l1 + 16 * c));
@@ -439,27 +463,58 @@ static inline __attribute__((always_inline)) void pairs16_body(unsigned char *ti
         }
     }
 }
+#undef PAIR_AT
 
 /* The column counts pairs16_body() is instantiated for: whole tiles (kernel_ops.h lists the
  * layouts) are 4 runs (the GOB), 8 (Intel Y / Tile4, D3D 4 KB at 4 bytes), 16 (D3D 64 KB at 1
  * byte), 32 (2 and 4 bytes, AMD R_X) or 64 (8 and 16 bytes); the partial tiles of a box take the
  * largest of those that fits, chunk after chunk (each over all its row pairs), and the last 1-3
  * runs the generic loop. ncols <= 64 (VIDMM_SWZ_MAX_XRUNS). */
-#define PAIRS16_DISPATCH(untile, nt)                                                              \
+#define PAIRS16_CHUNKS(untile, nt, add)                                                           \
     for (unsigned c0 = 0; c0 < ncols;) {                                                          \
         const unsigned left = ncols - c0;                                                         \
         unsigned char *lc = lin + 16 * c0;                                                        \
         const uint32_t *xc = xo + c0;                                                             \
         unsigned n = left >= 64 ? 64 : left >= 32 ? 32 : left >= 16 ? 16 : left >= 8 ? 8 : left >= 4 ? 4 : left; \
         switch (n) {                                                                              \
-        case 4: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 4, npairs, untile, nt); break;        \
-        case 8: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 8, npairs, untile, nt); break;        \
-        case 16: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 16, npairs, untile, nt); break;      \
-        case 32: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 32, npairs, untile, nt); break;      \
-        case 64: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 64, npairs, untile, nt); break;      \
-        default: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, n, npairs, untile, nt); break;       \
+        case 1: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 1, npairs, untile, nt, add); break;   \
+        case 2: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 2, npairs, untile, nt, add); break;   \
+        case 3: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 3, npairs, untile, nt, add); break;   \
+        case 4: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 4, npairs, untile, nt, add); break;   \
+        case 8: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 8, npairs, untile, nt, add); break;   \
+        case 16: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 16, npairs, untile, nt, add); break; \
+        case 32: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 32, npairs, untile, nt, add); break; \
+        case 64: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, 64, npairs, untile, nt, add); break; \
+        default: pairs16_body(tile, lc, row_pitch, xc, yo, zoff, n, npairs, untile, nt, add); break;  \
         }                                                                                         \
         c0 += n;                                                                                  \
+    }
+/* pairs_disjoint(): no column offset of 'xo' shares a bit with any pair's row offset (with the z
+ * term): then each run's address is an addition (pairs16_body()'s 'add'), true of every layout
+ * whose address bits each come from x or from y alone (Intel Y / Tile4, the GOB, the D3D and
+ * AMD tables without an XOR term). */
+static inline __attribute__((always_inline)) bool pairs_disjoint(const uint32_t *xo, unsigned ncols,
+                                                                 const uint32_t *yo, uint32_t zoff, unsigned npairs)
+{
+    uint32_t ox = 0, oy = 0;
+    for (unsigned c = 0; c < ncols; c++)
+        ox |= xo[c];
+    for (unsigned p = 0; p < npairs; p++)
+        oy |= yo[2 * p] ^ zoff;
+    return (ox & oy) == 0;
+}
+
+/* The test costs a pass over both tables a call: taken where a call moves 8 runs a row or more
+ * and 6 row pairs or more, with 32-byte vectors and ordinary stores (the GOB's 4-run calls and
+ * 4-pair groups, the SSE2 bodies and the
+ * streaming pair walk took 2-12% more instructions with it: the gate's bl rows). */
+#define PAIRS16_DISPATCH(untile, nt)                                                              \
+    if (ncols == 4) /* a GOB: straight to its body */                                             \
+        pairs16_body(tile, lin, row_pitch, xo, yo, zoff, 4, npairs, untile, nt, false);           \
+    else if (!(nt) && VL >= 32 && ncols >= 8 && npairs >= 6 && pairs_disjoint(xo, ncols, yo, zoff, npairs)) { \
+        PAIRS16_CHUNKS(untile, nt, true)                                                          \
+    } else {                                                                                      \
+        PAIRS16_CHUNKS(untile, nt, false)                                                         \
     }
 
 static void swz_pairs16(unsigned char *tile, const unsigned char *src, size_t row_pitch, const uint32_t *xo,
@@ -577,6 +632,7 @@ static void unswz_pairs16_nt(const unsigned char *src, unsigned char *lin, size_
     PAIRS16_DISPATCH(true, true)
 }
 #undef PAIRS16_DISPATCH
+#undef PAIRS16_CHUNKS
 
 /* quads8_body() is swz_quads8 / unswz_quads8 (kernel_ops.h): the 2x2 quads of Morton order.
  * Row r's 16 bytes [a0 a1] (runs c, c + 1) and row r + 1's [b0 b1] become the block
