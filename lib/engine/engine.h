@@ -182,6 +182,8 @@ struct vm_alloc {
                                    untracked when nothing is known: lock.c watch_plan()) */
     bool wt_hole;               /* the backing store was a hole at the lock: nothing armed, the
                                    pages holding data at the end are the ones written */
+    bool wt_holey;              /* the last such lock ended with holes left in the store (a hint:
+                                   the next one that finds none clears it) */
     uint8_t *wt_reg;            /* its backing store, registered with the arena's tracker from
                                    its first armed lock to its release (vm_watch_forget()) */
     /* the disk tier */

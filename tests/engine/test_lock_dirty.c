@@ -503,16 +503,33 @@ static uint32_t rnd(uint64_t *s)
     return (uint32_t)(*s >> 11);
 }
 
-static void run_model(uint64_t seed, bool cached)
+/* 'hole': a PermanentSysMem allocation filled with zeros, whose backing store stays a hole
+ * where nothing has written it (the model starts as zeros, unread: a read of a hole fills it). */
+static void run_model(uint64_t seed, bool cached, bool hole)
 {
     vidmm_device *dev = dev_make(NULL, NULL);
-    uint8_t *seg;
-    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM | (cached ? VIDMM_ALLOC_CACHED : 0), &seg);
+    vidmm_handle h;
+    if (hole) {
+        struct vidmm_alloc_desc d = t_adesc(ASIZE, T_SET(1));
+        d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM | (cached ? VIDMM_ALLOC_CACHED : 0);
+        d.fill_pattern = 0;
+        h = t_alloc(dev, &d);
+        struct vidmm_residency where;
+        t_resident(dev, h, &where);
+        cr_assert_eq(where.segment_id, 1u);
+    } else {
+        uint8_t *seg;
+        h = mk_resident(dev, VIDMM_ALLOC_PERMANENT_SYSMEM | (cached ? VIDMM_ALLOC_CACHED : 0), &seg);
+    }
     uint8_t *model = malloc(ASIZE);
     cr_assert_not_null(model);
-    uint8_t *view = t_lock(dev, h, VIDMM_LOCK_READ_ONLY);
-    memcpy(model, view, ASIZE);
-    t_unlock(dev, h);
+    if (hole) {
+        memset(model, 0, ASIZE);
+    } else {
+        uint8_t *view = t_lock(dev, h, VIDMM_LOCK_READ_ONLY);
+        memcpy(model, view, ASIZE);
+        t_unlock(dev, h);
+    }
     uint64_t s = seed;
     for (int step = 0; step < 60; step++) {
         switch (rnd(&s) % 3) {
@@ -522,8 +539,9 @@ static void run_model(uint64_t seed, bool cached)
             struct vidmm_lock_args a = t_largs(h, ro_first ? VIDMM_LOCK_READ_ONLY : 0);
             T_OK(vidmm_lock(dev, &a));
             uint8_t *p = a.data;
-            cr_assert_eq(memcmp(p, model, ASIZE), 0, "seed %llu step %d: the lock shows other bytes",
-                         (unsigned long long)seed, step);
+            /* (A hole start is not read through the view: reading its holes would fill them.) */
+            cr_assert(hole || memcmp(p, model, ASIZE) == 0, "seed %llu step %d: the lock shows other bytes",
+                      (unsigned long long)seed, step);
             uint32_t locks = 1;
             if (ro_first || listed) {
                 /* a writable relock: with a page list, writes stay on the listed pages */
@@ -583,7 +601,17 @@ static void run_model(uint64_t seed, bool cached)
 Test(lock_dirty, model_sequences)
 {
     for (uint64_t seed = 1; seed <= 12; seed++)
-        run_model(seed * 0x9E3779B97F4A7C15ull, seed % 2 == 0);
+        run_model(seed * 0x9E3779B97F4A7C15ull, seed % 2 == 0, false);
+}
+
+/* The same from backing stores that are holes, which the locks' writes fill page by page: the
+ * locks of a store with holes left move what holds data (lock.c watch_arm()). */
+Test(lock_dirty, model_sequences_from_a_hole)
+{
+    setenv("VIDMM_LOCK_DIRTY", "auto", 1);
+    for (uint64_t seed = 1; seed <= 12; seed++)
+        run_model(seed * 0xD1B54A32D192ED03ull, seed % 2 == 0, true);
+    unsetenv("VIDMM_LOCK_DIRTY");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -923,5 +951,63 @@ Test(lock_dirty, hole_backing_store_tracked_by_its_data)
                      "page %u of the second lock", i);
     unsetenv("VIDMM_LOCK_DIRTY");
     free(model);
+    vidmm_device_destroy(dev);
+}
+
+/* A backing store with holes left after its first lock (a fresh PermanentSysMem allocation of
+ * zeros, its first three quarters written): a later lock that is not tracked page by page - a
+ * probe, whose pages outside the window count as written, or untracked - moves only the pages
+ * holding data, where reading every hole of it to copy it back allocated a page for each
+ * (64 MiB: 63 ms against 4 for a populated store, bench_lock_paths' "1% contiguous repeated",
+ * Zen 3). Whatever the policy chooses on this machine, the copy-back covers the pages written
+ * and no page that is still a hole; after the engine fills the whole store (a GPU write brought
+ * back), everything moves again as it should. */
+Test(lock_dirty, store_with_holes_moves_only_its_data)
+{
+    setenv("VIDMM_LOCK_DIRTY", "auto", 1);
+    vidmm_device *dev = dev_make(NULL, NULL);
+    struct vidmm_alloc_desc d = t_adesc(ASIZE, T_SET(1));
+    d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
+    d.fill_pattern = 0;
+    vidmm_handle h = t_alloc(dev, &d);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    uint8_t *model = calloc(1, ASIZE);
+    cr_assert_not_null(model);
+    const uint32_t data = NPG / 4 * 3; /* pages [0, data) hold data after the first lock */
+    uint8_t *p = t_lock(dev, h, 0);
+    for (uint32_t i = 0; i < data; i++)
+        fill_page(p, model, i, 1);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    for (uint32_t round = 0; round < 4; round++) {
+        const uint32_t hole = data + 10 + 7 * round; /* a hole, written now */
+        p = t_lock(dev, h, 0);
+        fill_page(p, model, 9, 10 + round);
+        fill_page(p, model, hole, 20 + round);
+        t_log_clear(dev);
+        t_unlock(dev, h);
+        t_use(dev, h, 0);
+        uint8_t pages[NPG];
+        (void)transferred(dev, h, pages);
+        cr_assert(pages[9] && pages[hole], "round %u: a written page was not copied back", round);
+        for (uint32_t i = data; i < NPG; i++)
+            cr_assert(!pages[i] || (i >= data + 10 && i <= hole && (i - data - 10) % 7 == 0),
+                      "round %u: page %u, a hole, was copied back", round, i);
+        check_sums(segment_copy(dev, h), model, "a store with holes");
+    }
+    /* The GPU writes: the lock brings the segment's copy back, filling every page of the store. */
+    uint8_t buf[512];
+    t_bytes(buf, sizeof buf, 77);
+    t_write(dev, h, 100 * T_PG + 8, buf, sizeof buf);
+    memcpy(model + 100 * T_PG + 8, buf, sizeof buf);
+    p = t_lock(dev, h, 0);
+    cr_assert_eq(memcmp(p, model, ASIZE), 0, "the lock after the GPU's write shows other bytes");
+    fill_page(p, model, 500, 3);
+    t_unlock(dev, h);
+    t_use(dev, h, 0);
+    check_sums(segment_copy(dev, h), model, "after the store was filled");
+    free(model);
+    unsetenv("VIDMM_LOCK_DIRTY");
     vidmm_device_destroy(dev);
 }
