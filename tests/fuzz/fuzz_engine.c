@@ -321,9 +321,21 @@ static void op_create(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     d.fill_pattern = 0x01010101u * (uint32_t)(c | 1);
     d.max_renaming = MAX_INST; /* the model holds that many instances */
     uint32_t set = sets[b % 6];
+    /* Now and then one large enough for the plain locks' write tracking (lock.c: 256 KiB and
+     * more), and a PermanentSysMem one filled with zeros, whose backing store is a hole until
+     * written (tracked by its data: lock.c watch_arm()). */
+    const bool tracked_size = (a & 0x80) && ((b >> 3) % 8 == 1 || (b >> 3) % 8 == 2);
+    if (tracked_size)
+        d.size = (uint64_t)(64 + a % 16) * PG;
     switch ((b >> 3) % 8) {
     case 1: d.flags |= VIDMM_ALLOC_CACHED; break;
-    case 2: d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM; break;
+    case 2:
+        d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
+        if (c & 0x40) {
+            d.fill_pattern = 0;
+            d.size = (uint64_t)(64 + a % 16) * PG;
+        }
+        break;
     case 3: /* pinned: one segment, read and write alike */
         d.flags |= VIDMM_ALLOC_OVERLAY;
         set = 0x1;
@@ -2695,6 +2707,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         dd.io_backend = f->async_io ? VIDMM_IO_THREADS : VIDMM_IO_SYNC;
         f->disk = true;
     }
+    /* Bits 5-6: the plain locks' write tracking as the tests force it (VIDMM_LOCK_DIRTY, read at
+     * the device's first lock that could track): every eligible lock tracked whole, or each a
+     * probe; else the policy, which on a machine that finds tracking dear tracks nothing. */
+    const unsigned watch = (shape >> 5) & 3;
+    if (watch == 1 || watch == 2)
+        setenv("VIDMM_LOCK_DIRTY", watch == 1 ? "always" : "probe", 1);
     int rc = vidmm_device_create(&dd, &f->dev);
     CHECK(rc == 0, "device_create: %s", vidmm_strerror(rc));
     for (f->step = 0; f->step < MAX_STEPS && f->n > 0; f->step++) {
@@ -2732,6 +2750,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
     check_all(f);
     vidmm_device_destroy(f->dev);
+    if (watch == 1 || watch == 2)
+        unsetenv("VIDMM_LOCK_DIRTY");
     for (int i = 0; i < MAX_GROUPS; i++)
         free_group(&f->g[i]);
     cur_fz = NULL;
