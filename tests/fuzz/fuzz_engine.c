@@ -44,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_GROUPS 8
 #define MAX_INST 4
 #define MAX_STEPS 96
+#define MAX_PAGES 80 /* the largest allocation op_create() makes: 79 pages (a write-tracked size) */
 #define TIMEOUT_NS 2000000ull /* the device's wait_timeout_ns: it bounds waits for the GPU only */
 
 /* Segments: 1 CPU-visible memory, 2 memory the CPU cannot see, 3 an aperture. */
@@ -231,9 +232,11 @@ static void check_all(struct fz *f)
             }
             if (!in->known || split_view(g, in))
                 continue;
-            /* One buffer for every read (the largest allocation is 48 pages), compared with
+            /* One buffer for every read (the largest allocation is MAX_PAGES), compared with
              * memcmp first: the byte loop under ASan made this check most of an input's time. */
-            static unsigned char buf[48 * PG];
+            static unsigned char buf[MAX_PAGES * PG];
+            if (g->size > sizeof buf)
+                fail("0x%x: %llu bytes, more than the model's largest", in->h, (unsigned long long)g->size);
             rc = vidmm_gpu_access(f->dev, in->h, 0, buf, g->size, false);
             if (rc == VIDMM_E_TIMEOUT && f->stalled)
                 continue; /* its paging waits behind the GPU: the model will see it later */
