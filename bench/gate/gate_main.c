@@ -605,6 +605,46 @@ static void row_lock_unlock(void)
     vidmm_device_destroy(dev);
 }
 
+/* Plain writable locks of a 1 MiB PermanentSysMem allocation of zeros resident in a memory
+ * segment, one page written in each: its backing store is a hole until written and keeps holes
+ * through these rounds, so each lock goes by the store's data (lib/engine/lock.c watch_arm(),
+ * vm_alloc.wt_holey: the SEEK_DATA walk at the end and the copy-back of the pages holding data),
+ * with nothing armed - which also runs where userfaultfd does not (Callgrind). */
+static void row_lock_holes(void)
+{
+    const char *name = "engine/lock_holes/1048576";
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 40;
+    vidmm_device *dev = NULL;
+    vidmm_handle h = 0;
+    int rc = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, false, NULL, 0, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(MiB, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_PERMANENT_SYSMEM);
+    d.fill_pattern = 0;
+    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0)
+        rc = vidmm_make_resident(dev, &h, 1, NULL);
+    if (rc != 0) {
+        row_setup_failed(name, "building the device", rc);
+        vidmm_device_destroy(dev);
+        return;
+    }
+    for (unsigned r = 0; r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        struct vidmm_lock_args la;
+        memset(&la, 0, sizeof(la));
+        la.allocation = h;
+        int e = vidmm_lock(dev, &la);
+        if (e == 0) {
+            ((volatile unsigned char *)la.data)[(size_t)(r * 5 % 256) * 4096 + 64] = (unsigned char)(r | 1);
+            e = vidmm_unlock(dev, 1, &h);
+        }
+        rc |= e;
+    }
+    row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+}
+
 /* Submissions: 'nrefs' allocations of 'size' bytes referenced per submission (written), the
  * fence signalled at once (the "GPU" is done). With 'alternate', two such lists in turn into a
  * segment that holds one: every submission evicts the other list and pages its own in
@@ -748,6 +788,7 @@ static void rows_engine(void)
     row_create_destroy(1000, false);
     row_create_destroy(1000, true);
     row_lock_unlock();
+    row_lock_holes();
     row_submit(64, 64 * KiB, false);
     row_submit(32, 64 * KiB, true);
     row_evict_pagein(1 * MiB);
