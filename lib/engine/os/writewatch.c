@@ -654,6 +654,52 @@ static int scan_errno(int e)
     return e == ENOMEM ? VIDMM_E_NO_MEMORY : e == EPERM ? VIDMM_E_UNSUPPORTED : VIDMM_E_IO;
 }
 
+/* uffd_protect() sets (wp) or lifts the write-protection of [start, end) for userfaultfd 'fd'.
+ * Setting it goes through PAGEMAP_SCAN with PM_SCAN_WP_MATCHING and no output: the kernel walks
+ * the range and protects only the pages that are not protected already (written since, or never
+ * protected; holes included, as UFFDIO_WRITEPROTECT does with WP_UNPOPULATED), where
+ * UFFDIO_WRITEPROTECT rewrites every entry and flushes the TLB for all of them. 64 MiB of memfd or
+ * anonymous memory, populated, Linux 6.18, AMD EPYC Zen 3 KVM (a /tmp program, medians of 5):
+ * UFFDIO_WRITEPROTECT 2.0-2.9 ms whether 1 page or every page was written since; the scan 0.5-0.67
+ * ms with every page written, 75-112 us with every tenth, 20-37 us with one. The end state is the
+ * same: every page of the range protected, a write that races the walk either before its page's
+ * entry is protected (the page stays written: it faults again) or after (it faults). A walk that
+ * stops short - a hugetlb page only part of which lies in the range, which the scan cannot protect
+ * - or a kernel without PAGEMAP_SCAN leaves the rest to UFFDIO_WRITEPROTECT. */
+static int uffd_protect(int fd, uintptr_t start, uintptr_t end, bool wp)
+{
+    int pfd = wp ? pm_fd_get() : -1;
+    while (pfd >= 0 && start < end) {
+        struct pm_scan_arg a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.flags = PM_SCAN_CHECK_WPASYNC | PM_SCAN_WP_MATCHING;
+        a.start = start;
+        a.end = end;
+        a.category_mask = PAGE_IS_WRITTEN; /* vec_len 0: nothing reported, the whole range walked */
+        if (ioctl(pfd, PAGEMAP_SCAN, &a) < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* the kernel's own call below says what is wrong, if anything */
+        }
+        VMOS_MEM_DEFINED(&a, sizeof a);
+        if (a.walk_end <= start || a.walk_end > end)
+            break;
+        start = a.walk_end;
+    }
+    if (start >= end)
+        return 0;
+    struct uffdio_writeprotect w;
+    memset(&w, 0, sizeof w);
+    w.range.start = start;
+    w.range.len = end - start;
+    w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+    while (ioctl(fd, UFFDIO_WRITEPROTECT, &w) != 0)
+        if (errno != EINTR && errno != EAGAIN)
+            return scan_errno(errno);
+    return 0;
+}
+
 /* uffd_scan() reports the pages of [start, end) written since their protection into 's', as
  * page indices from 'base' (all of them for a bitmap, up to its capacity for an array),
  * protecting the reported ones again with 'reset'. Returns 0, 1 (array full and more written
@@ -809,19 +855,8 @@ static int uffd_reset(struct vidmm_writewatch *ww)
 {
     if (ww->owner != getpid())
         return VIDMM_E_NOT_AVAILABLE;
-    struct uffdio_writeprotect wp;
-    memset(&wp, 0, sizeof wp);
-    wp.range.start = (uintptr_t)ww->base;
-    wp.range.len = ww->size;
-    wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-    int rc = 0;
     pthread_mutex_lock(&ww->carry_lock);
-    while (ioctl(ww->uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
-        if (errno != EINTR && errno != EAGAIN) {
-            rc = scan_errno(errno);
-            break;
-        }
-    }
+    const int rc = uffd_protect(ww->uffd, (uintptr_t)ww->base, (uintptr_t)ww->base + ww->size, true);
     if (rc == 0) {
         memset(ww->carry, 0, ww->words * sizeof *ww->carry);
         atomic_store(&ww->carry_n, 0);
@@ -1346,15 +1381,7 @@ static int wtrack_protect(struct vmos_wtrack *t, void *p, size_t len, bool wp)
         return VIDMM_E_INVALID_ARG;
     if (t->owner != getpid())
         return VIDMM_E_NOT_AVAILABLE;
-    struct uffdio_writeprotect w;
-    memset(&w, 0, sizeof w);
-    w.range.start = (uintptr_t)p;
-    w.range.len = len;
-    w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
-    while (ioctl(t->uffd, UFFDIO_WRITEPROTECT, &w) != 0)
-        if (errno != EINTR && errno != EAGAIN)
-            return scan_errno(errno);
-    return 0;
+    return uffd_protect(t->uffd, (uintptr_t)p, (uintptr_t)p + len, wp);
 }
 
 int vmos_wtrack_arm(struct vmos_wtrack *t, void *p, size_t len)
