@@ -611,6 +611,9 @@ Test(lock_dirty, model_sequences_from_a_hole)
     setenv("VIDMM_LOCK_DIRTY", "auto", 1);
     for (uint64_t seed = 1; seed <= 12; seed++)
         run_model(seed * 0xD1B54A32D192ED03ull, seed % 2 == 0, true);
+    setenv("VIDMM_LOCK_DIRTY", "data", 1); /* read at each new device's first large lock */
+    for (uint64_t seed = 13; seed <= 18; seed++)
+        run_model(seed * 0xD1B54A32D192ED03ull, seed % 2 == 0, true);
     unsetenv("VIDMM_LOCK_DIRTY");
 }
 
@@ -848,7 +851,7 @@ Test(lock_dirty, probe_window_counts_the_rest_written)
 /* Sequences of locks that write a few pages or most of them, each with a writable relock in the
  * middle (the switch's evidence), GPU writes between them, and a use after each that checks
  * the segment copy page by page - under every mode: the policy (auto), whole tracking
- * (always), probes (probe) and none (off). */
+ * (always), probes (probe), none (off) and a store's data alone (data). */
 static void run_switch_model(uint64_t seed, bool cached, const char *mode)
 {
     setenv("VIDMM_LOCK_DIRTY", mode, 1);
@@ -890,7 +893,7 @@ static void run_switch_model(uint64_t seed, bool cached, const char *mode)
 
 Test(lock_dirty, switch_model_sequences)
 {
-    static const char *const modes[] = { "auto", "always", "probe", "off" };
+    static const char *const modes[] = { "auto", "always", "probe", "off", "data" };
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
         for (uint64_t seed = 1; seed <= 4; seed++)
             run_switch_model(seed * 0xD1B54A32D192ED03ull + m, seed % 2 == 0, modes[m]);
@@ -1009,5 +1012,83 @@ Test(lock_dirty, store_with_holes_moves_only_its_data)
     check_sums(segment_copy(dev, h), model, "after the store was filled");
     free(model);
     unsetenv("VIDMM_LOCK_DIRTY");
+    vidmm_device_destroy(dev);
+}
+
+#include <dirent.h>
+
+/* The userfaultfds this process holds open (what any write tracker of the library opens). */
+static int uffds_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char path[288], link[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        const ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k > 0) {
+            link[k] = '\0';
+            n += strcmp(link, "anon_inode:[userfaultfd]") == 0;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* VIDMM_LOCK_DIRTY=data: a store with holes moves exactly the pages holding data, lock after
+ * lock (every page ever written, not only this lock's), and a store without holes moves whole -
+ * nothing is armed (no userfaultfd is opened), so nothing narrower is known. Exact on every
+ * machine: neither the costs measured nor userfaultfd take part. */
+Test(lock_dirty, data_mode_goes_by_the_store_alone)
+{
+    setenv("VIDMM_LOCK_DIRTY", "data", 1);
+    vidmm_device *dev = dev_make(NULL, NULL);
+    const int uffds = uffds_open();
+    struct vidmm_alloc_desc d = t_adesc(ASIZE, T_SET(1));
+    d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
+    d.fill_pattern = 0; /* a hole until written */
+    vidmm_handle h = t_alloc(dev, &d);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    cr_assert_eq(where.segment_id, 1u);
+    uint8_t *model = calloc(1, ASIZE);
+    cr_assert_not_null(model);
+    static const uint32_t order[4] = { 5, 9, 300, 17 };
+    for (uint32_t round = 0; round < 4; round++) {
+        uint8_t *p = t_lock(dev, h, 0); /* not read: a read of a hole of the store fills it */
+        fill_page(p, model, order[round], 40 + round);
+        t_log_clear(dev);
+        t_unlock(dev, h);
+        t_use(dev, h, 0);
+        uint8_t pages[NPG];
+        const uint64_t bytes = transferred(dev, h, pages);
+        for (uint32_t i = 0; i <= round; i++)
+            cr_assert(pages[order[i]], "round %u: page %u, holding data, was not copied back", round, order[i]);
+        cr_assert_eq(bytes, (uint64_t)(round + 1) * T_PG, "round %u: %llu bytes moved for %u pages holding data",
+                     round, (unsigned long long)bytes, round + 1);
+        check_sums(segment_copy(dev, h), model, "data mode, a store with holes");
+    }
+    /* A populated store (a fill pattern writes every page): untracked, all of it moves. */
+    struct vidmm_alloc_desc d2 = t_adesc(ASIZE, T_SET(1));
+    d2.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
+    d2.fill_pattern = 0x5A5A5A5Au;
+    vidmm_handle h2 = t_alloc(dev, &d2);
+    t_resident(dev, h2, &where);
+    cr_assert_eq(where.segment_id, 1u);
+    for (int round = 0; round < 6; round++) {
+        uint8_t *p = t_lock(dev, h2, 0);
+        p[7 * T_PG + 3] ^= 0xFF;
+        t_log_clear(dev);
+        t_unlock(dev, h2);
+        t_use(dev, h2, 0);
+        uint8_t pages[NPG];
+        const uint64_t bytes = transferred(dev, h2, pages);
+        cr_assert_eq(bytes, ASIZE, "round %d: a populated store's lock moved %llu bytes, not all of it", round,
+                     (unsigned long long)bytes);
+    }
+    cr_assert_eq(uffds_open(), uffds, "data mode opened a userfaultfd (%d, %d before)", uffds_open(), uffds);
+    unsetenv("VIDMM_LOCK_DIRTY");
+    free(model);
     vidmm_device_destroy(dev);
 }

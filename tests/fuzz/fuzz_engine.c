@@ -2711,11 +2711,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         f->disk = true;
     }
     /* Bits 5-6: the plain locks' write tracking as the tests force it (VIDMM_LOCK_DIRTY, read at
-     * the device's first lock that could track): every eligible lock tracked whole, or each a
-     * probe; else the policy, which on a machine that finds tracking dear tracks nothing. */
+     * the device's first lock that could track): every eligible lock tracked whole, each a
+     * probe, or by the stores' data alone (3); else (0) the policy, which on a machine that
+     * finds tracking dear tracks nothing. */
+    static const char *const watch_modes[4] = { NULL, "always", "probe", "data" };
     const unsigned watch = (shape >> 5) & 3;
-    if (watch == 1 || watch == 2)
-        setenv("VIDMM_LOCK_DIRTY", watch == 1 ? "always" : "probe", 1);
+    if (watch != 0)
+        setenv("VIDMM_LOCK_DIRTY", watch_modes[watch], 1);
     int rc = vidmm_device_create(&dd, &f->dev);
     CHECK(rc == 0, "device_create: %s", vidmm_strerror(rc));
     for (f->step = 0; f->step < MAX_STEPS && f->n > 0; f->step++) {
@@ -2753,7 +2755,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
     check_all(f);
     vidmm_device_destroy(f->dev);
-    if (watch == 1 || watch == 2)
+    if (watch != 0)
         unsetenv("VIDMM_LOCK_DIRTY");
     for (int i = 0; i < MAX_GROUPS; i++)
         free_group(&f->g[i]);
