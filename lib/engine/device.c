@@ -291,6 +291,7 @@ static void device_release(vidmm_device *dev)
         for (uint32_t i = 0; i < VIDMM_MAX_SEGMENTS; i++)
             vmos_wtrack_destroy(dev->wtracks->seg[i]);
         free(dev->wtracks);
+        dev->wtracks = NULL; /* what allocations freed after this left armed goes with its memory */
     }
     for (uint32_t i = 0; i < dev->nseg; i++)
         segment_fini(&dev->seg[i]);

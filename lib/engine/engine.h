@@ -186,6 +186,12 @@ struct vm_alloc {
                                    the next one that finds none clears it) */
     uint8_t *wt_reg;            /* its backing store, registered with the arena's tracker from
                                    its first armed lock to its release (vm_watch_forget()) */
+    uint8_t *wt_left;           /* its segment copy, where the end of a lock tracked whole left
+                                   its pages armed (private memory, not lifted: lock.c
+                                   watch_end()) until another writer comes or it leaves that place
+                                   (vm_watch_leave()); NULL: nothing left armed */
+    bool wt_lift;               /* a submission let the GPU write it while pages were left armed
+                                   (submit.c vm_cache_gpu_use()): its locks' ends lift again */
     /* the disk tier */
     uint64_t swap_off;          /* its extent in the swap file */
     uint32_t *swap_crc;         /* a CRC32C per VMIO_BLOCK of the extent */
@@ -532,6 +538,10 @@ void vm_note_move(vidmm_device *dev, int kind, uint64_t ns, uint64_t bytes);
 /* lock.c. vm_watch_forget(): the backing store of 'a' goes back to the arena - its tracking
  * registration ends first. Called with dev->mu held. */
 void vm_watch_forget(vidmm_device *dev, struct vm_alloc *a);
+/* lock.c. vm_watch_leave(): 'a' leaves its place in a segment - the pages its locks left armed
+ * there are lifted first (the next occupant's writes would take a fault each). Called with
+ * dev->mu held (place.c give_space()). */
+void vm_watch_leave(vidmm_device *dev, struct vm_alloc *a);
 uint64_t vm_now_ns(void);
 
 /* swap.c */

@@ -788,10 +788,19 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
  *     every first write into a hole of the mapping 1-2.5 us slower: a whole-arena registration
  *     taxed every new backing store, 1.19-1.27x on fresh 100% rows); and its pages are not lifted
  *     at the end of a lock (watch_end()).
+ *   - Private memory (a segment's: the flushes of Cached allocations) is not lifted at the end
+ *     of a lock either, since arming goes through PAGEMAP_SCAN: the lift of 64 MiB cost 2.1-3.4
+ *     ms on the Zen 3, more than the whole flush it saves (1.3 ms there), and the next lock's
+ *     arm protects only the pages written since. The pages left armed are lifted when another
+ *     writer comes (vm_watch_leave()): the allocation leaving its place (the next occupant),
+ *     an untracked writable lock (mark_written()), a submission letting the GPU write it
+ *     (submit.c vm_cache_gpu_use(); its locks lift at their end from then on, a->wt_lift).
+ *     watch_arm_cost() prices each case.
  *
  * VIDMM_LOCK_DIRTY (read at the device's first lock that could track): off - never; always -
  * every lock tracked whole, no back-off, the relock switch at half the pages (tests); probe -
- * every lock a probe over an eighth of the pages, the same switch (tests). */
+ * every lock a probe over an eighth of the pages, the same switch (tests); data - a store with
+ * holes by its data, nothing armed or measured (below). */
 #define VM_FRAC_ONE 4096u         /* fractions are kept in 1/4096 */
 #define VM_FRAC_NEVER 0xFFFFu     /* a break-even no lock reaches */
 
@@ -862,6 +871,44 @@ struct watch_plan {
     uint16_t fstar;
 };
 
+/* watch_arm_cost() is what arming and collecting a lock of 'a' costs a page ('c' measured on
+ * memory of kind 'shared'). Shared memory is never lifted (watch_end()) but keeps the measured
+ * arm + scan + lift; private memory (a segment's, for the flushes of Cached allocations) is left
+ * armed at the end of a lock too unless the GPU writes the allocation (a->wt_lift), and lifted
+ * once when it leaves its place (vm_watch_leave()): a lock of memory left armed costs the arm's
+ * walk, which protects only the pages written since (the last lock's share of them), and the
+ * collect's, both past protected pages (scan_ns); a first one the protection of every page, the
+ * scan and a quarter of that last lift (charged to the first 4 locks of a residency, which it
+ * then pays off - a guess: one lock and an eviction pay the lift whole). */
+#define VM_LIFT_SHARE 4.0
+/* A scan's walk past a page, at least: the scratch mapping's 64 pages scan in about the time of
+ * one (scan_ns reads 0 there); vmos_wtrack_count() measured about 2 ns a page over 64 MiB with few
+ * written (the Cascade Lake KVM machine, bench_track_costs). */
+#define VM_SCAN_MIN_NS 2.0
+static double watch_arm_cost(const struct vm_alloc *a, bool shared, const struct vmos_wtrack_costs *c)
+{
+    if (shared || a->wt_lift)
+        return (double)c->arm_ns;
+    const double frac = a->wt_seen ? (double)a->wt_frac / VM_FRAC_ONE : 1.0;
+    const double scan = c->scan_ns > VM_SCAN_MIN_NS ? (double)c->scan_ns : VM_SCAN_MIN_NS;
+    if (a->wt_left != NULL) /* two walks past protected pages (arm, collect), the written re-armed */
+        return 2.0 * scan + frac * c->protect_ns;
+    return (double)c->protect_ns + scan + c->lift_ns / VM_LIFT_SHARE;
+}
+
+/* private_trackable() tells whether the policy may track a lock of 'a' in its segment's own
+ * memory (the flush of a Cached allocation): not on huge pages - write-protecting them splits
+ * them, and every later access pays the base-page walks (bench_lock_paths plain, Cached, Zen 3:
+ * fresh rows 1.15-1.26x tracked on the THP tier against 0.96-1.01x on base pages). The scratch
+ * mapping that measures the costs is on base pages and cannot see it: such memory is flushed
+ * whole (and no tracker is made for it: watch_arm()). Nor memory that snoops: nothing is
+ * flushed there (submit.c vm_cache_gpu_use()), and its locks' pages are never left armed
+ * (watch_end()). */
+static bool private_trackable(const struct vm_alloc *a)
+{
+    return a->seg != NULL && !(a->seg->flags & VIDMM_SEGMENT_CACHE_COHERENT) && a->seg->mem.tier == VMOS_TIER_BASE;
+}
+
 /* watch_plan() decides how lock 'a' (a PermanentSysMem copy-back, or a flush when 'flush') on
  * memory of kind 'shared' is tracked: see "The policy" above. False: not at all. */
 static bool watch_plan(vidmm_device *dev, struct vm_alloc *a, bool shared, bool flush, struct watch_plan *pl)
@@ -881,12 +928,19 @@ static bool watch_plan(vidmm_device *dev, struct vm_alloc *a, bool shared, bool 
         }
         return true;
     }
+    if (!shared && !private_trackable(a))
+        return false;
     struct vmos_wtrack_costs c;
     if (vmos_wtrack_measure(shared, &c) != 0)
         return false;
+    const double arm = watch_arm_cost(a, shared, &c);
     const double move = dev->move_ns[flush] ? dev->move_ns[flush] : (flush ? VM_MOVE_FLUSH_NS : VM_MOVE_COPY_NS);
-    const double whole = move * (double)npages, fixed = (double)c.fixed_ns + (double)c.arm_ns * (double)npages;
-    const double f = (whole - fixed) / ((double)npages * ((double)c.fault_ns + move));
+    const double whole = move * (double)npages, fixed = (double)c.fixed_ns + arm * (double)npages;
+    /* Private memory's break-even at half the model's: "10%, populated repeated" on base pages
+     * ran 1.66-1.86x tracked where the model put the break-even at 12-16% (Zen 3 KVM guest; the
+     * segment's first-write faults cost more there than on the scratch mapping). */
+    const double margin = shared ? 1.0 : 0.5;
+    const double f = margin * (whole - fixed) / ((double)npages * ((double)c.fault_ns + move));
     if (f <= 0)
         return false; /* arming and collecting alone cost the whole move */
     pl->fstar = f >= 1 ? VM_FRAC_NEVER : (uint16_t)(f * VM_FRAC_ONE > 1 ? f * VM_FRAC_ONE : 1);
@@ -904,7 +958,7 @@ static bool watch_plan(vidmm_device *dev, struct vm_alloc *a, bool shared, bool 
     /* A probe: the window whose every page written costs 1/40 of the move (half the 10% the
      * target allows: the figures are estimates, and the machine is noisy). */
     const double budget = whole / VM_WATCH_BUDGET_DIV - (double)c.fixed_ns;
-    const double per = (double)c.arm_ns + (double)c.fault_ns;
+    const double per = arm + (double)c.fault_ns;
     const double w = per > 0 ? budget / per : (double)npages;
     if (w < VM_WATCH_MIN_WINDOW)
         return false;
@@ -924,6 +978,17 @@ void vm_watch_forget(vidmm_device *dev, struct vm_alloc *a)
     if (dev->wtracks != NULL && dev->wtracks->arena != NULL)
         (void)vmos_wtrack_unregister(dev->wtracks->arena, a->wt_reg, (size_t)a->g->size);
     a->wt_reg = NULL;
+}
+
+void vm_watch_leave(vidmm_device *dev, struct vm_alloc *a)
+{
+    if (a->wt_left == NULL)
+        return;
+    struct vmos_wtrack *t = dev->wtracks != NULL && a->seg != NULL ? dev->wtracks->seg[a->seg->id - 1] : NULL;
+    if (t != NULL && vmos_wtrack_disarm(t, a->wt_left, (size_t)a->g->size) != 0)
+        vidmm_log(VIDMM_LOG_DEBUG, "plain locks: lifting the write-protection a lock left on allocation 0x%llx failed: "
+                                   "later writes there take a fault a page", (unsigned long long)a->handle);
+    a->wt_left = NULL;
 }
 
 /* watch_lock() arms the write tracking of a plain writable lock of 'a' at 'p' (its whole
@@ -996,6 +1061,8 @@ static void watch_arm(vidmm_device *dev, struct vm_alloc *a, uint8_t *p)
     }
     if (by_data)
         return; /* no holes (or not a store): untracked */
+    if (!copy_back && dev->lock_watch == VM_WATCH_AUTO && !private_trackable(a))
+        return; /* a flush of huge pages: whole (watch_plan()) */
     struct vmos_wtrack *t = watch_tracker(dev, a, p, (size_t)g->size);
     if (t == NULL)
         return;
@@ -1023,6 +1090,11 @@ static void watch_arm(vidmm_device *dev, struct vm_alloc *a, uint8_t *p)
             return;
         a->wt_reg = p;
     }
+    /* A window (a probe) of memory a whole lock left armed: the pages outside it would take a
+     * fault each, untracked (a probe's outside counts as written): lifted first. The windows
+     * lift at their end (watch_end()), so what is left armed is always a whole lock's. */
+    if (a->wt_left != NULL && (pl.lo != 0 || (uint64_t)pl.n * VIDMM_PAGE_SIZE != g->size))
+        vm_watch_leave(dev, a);
     if (vmos_wtrack_arm(t, p + (size_t)pl.lo * VIDMM_PAGE_SIZE, (size_t)pl.n * VIDMM_PAGE_SIZE) == 0) {
         a->wt = t;
         a->wt_ptr = p;
@@ -1047,8 +1119,11 @@ static __attribute__((noinline)) void watch_recheck(struct vm_alloc *a)
     if (vmos_wtrack_count(a->wt, w, len, &seen) != 0 || (uint64_t)seen * VM_FRAC_ONE < (uint64_t)a->wt_fstar * a->wt_n)
         return;
     /* Failing, the pages stay armed: the end collects them as usual, nothing is lost. */
-    if (vmos_wtrack_disarm(a->wt, w, len) == 0)
+    if (vmos_wtrack_disarm(a->wt, w, len) == 0) {
         a->wt_dense = true;
+        if (a->wt_left == a->wt_ptr && a->wt_lo == 0 && a->wt_n == a->g->size / VIDMM_PAGE_SIZE)
+            a->wt_left = NULL; /* what was left armed is lifted with it */
+    }
 }
 
 /* watch_end() ends the write tracking of a lock: returns the pages written under it (a bitmap
@@ -1087,7 +1162,17 @@ static uint64_t *watch_end(vidmm_device *dev, struct vm_alloc *a, size_t *seen, 
         return hb;
     }
     uint8_t *w = a->wt_ptr + lo * VIDMM_PAGE_SIZE;
-    const bool lift = dev->wtracks == NULL || t != dev->wtracks->arena;
+    /* Shared memory is never lifted (above). Private memory is where the GPU writes the
+     * allocation (a->wt_lift), where the lock was a window, and in memory that snoops (no
+     * flush there: submit.c does not look); otherwise a whole lock's pages stay armed until a
+     * write of another kind (an untracked lock, a GPU write) or the allocation's leaving its
+     * place lifts them (vm_watch_leave()). */
+    const bool lift = dev->wtracks == NULL ||
+                      (t != dev->wtracks->arena && (a->wt_lift || lo != 0 || n != npages || a->seg == NULL ||
+                                                    (a->seg->flags & VIDMM_SEGMENT_CACHE_COHERENT)));
+    if (!lift && t != dev->wtracks->arena) {
+        a->wt_left = a->wt_ptr;
+    }
     uint64_t *bits = calloc(words, sizeof *bits);
     uint64_t *win = bits != NULL && lo != 0 ? calloc((n + 63) / 64, sizeof *win) : bits;
     if (win == NULL || vmos_wtrack_collect(t, w, n * VIDMM_PAGE_SIZE, win, lift) != 0) {
@@ -1744,8 +1829,9 @@ static int lock_direct(vidmm_device *dev, struct vm_alloc *a, const struct vidmm
  * lock and for a writable relock inside a READ_ONLY one alike. */
 static void mark_written(vidmm_device *dev, struct vm_alloc *a, const struct vidmm_lock_args *args, uint32_t mode)
 {
-    (void)dev;
     const struct vm_group *g = a->g;
+    if (a->wt_left != NULL && a->wt == NULL)
+        vm_watch_leave(dev, a); /* an untracked writer: no fault a page for it */
     if (a->where == VIDMM_WHERE_SEGMENT && mode == VM_LOCK_DIRECT && !sysmem_backed(g))
         a->dirty = true; /* a writable lock on its segment location */
     /* The CPU may write it wherever it is: flushed before the GPU next reads it from a segment

@@ -141,6 +141,7 @@ static void take_space(vidmm_device *dev, struct vm_alloc *a, struct vm_segment 
 static void give_space(vidmm_device *dev, struct vm_alloc *a)
 {
     struct vm_segment *s = a->seg;
+    vm_watch_leave(dev, a); /* pages its locks left armed there (lock.c) */
     vmr_give(&s->space, a->offset, a->space);
     s->used -= a->space;
     s->count--;

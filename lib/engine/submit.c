@@ -64,6 +64,17 @@ void vm_cache_gpu_use(vidmm_device *dev, struct vm_alloc *a, bool write)
 {
     if (!(a->g->desc.flags & VIDMM_ALLOC_CACHED) || !noncoherent(a))
         return;
+    if (write && a->wt_left != NULL) {
+        /* The GPU writes it: pages its locks left armed (lock.c: only Cached allocations in
+         * memory that does not snoop are tracked so) would take a fault each. Lifted - but
+         * not under a tracked lock still open (vidmm_submit() refuses a write of a locked
+         * allocation; the WDDM2 path, gpuva.c, is not checked here): its tracking would lose
+         * what the CPU writes after; its end lifts instead - and from now on its locks' ends
+         * lift (lock.c watch_end()). */
+        if (a->wt == NULL)
+            vm_watch_leave(dev, a);
+        a->wt_lift = true;
+    }
     if (a->cpu_wrote || a->wt != NULL) {
         /* CPU writes reach the GPU: the pages watched locks found written, or all of it - also
          * when a watched lock is still open (rendering with a locked allocation, spec 15.17):

@@ -1092,3 +1092,136 @@ Test(lock_dirty, data_mode_goes_by_the_store_alone)
     free(model);
     vidmm_device_destroy(dev);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Cached allocations' pages left armed (lock.c watch_end(), vm_watch_leave()): on private
+ * segment memory the end of a tracked lock leaves the unwritten pages write-protected - the next
+ * lock arms only what was written since - until something else writes there: the allocation
+ * leaving its place (the next occupant's writes), an untracked writable lock, a submission that
+ * lets the GPU write it (and from then on its locks lift at their end). Seen through
+ * /proc/self/pagemap's uffd-wp bit (57, Linux 5.13).
+ * ------------------------------------------------------------------------------------------- */
+#include <fcntl.h>
+
+static size_t wp_pages(const uint8_t *p, size_t npages)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    cr_assert_geq(fd, 0);
+    uint64_t e[NPG];
+    cr_assert_leq(npages, (size_t)NPG);
+    const ssize_t k = pread(fd, e, npages * sizeof e[0], (off_t)((uintptr_t)p / T_PG * sizeof e[0]));
+    close(fd);
+    cr_assert_eq(k, (ssize_t)(npages * sizeof e[0]));
+    size_t n = 0;
+    for (size_t i = 0; i < npages; i++)
+        n += (e[i] >> 57) & 1;
+    return n;
+}
+
+Test(lock_dirty, cached_pages_left_armed_until_another_writer)
+{
+    require_tracking();
+    struct flushes f;
+    struct vidmm_driver drv;
+    vidmm_device *dev = dev_make(&f, &drv); /* VIDMM_LOCK_DIRTY=always: every lock tracked whole */
+    uint8_t *seg;
+    vidmm_handle h = mk_resident(dev, VIDMM_ALLOC_CACHED, &seg);
+    cr_assert_eq(wp_pages(seg, NPG), 0u);
+    /* Two tracked locks: the second arms and flushes only what it wrote. */
+    for (uint32_t round = 0; round < 2; round++) {
+        uint8_t *p = t_lock(dev, h, 0);
+        cr_assert_eq(p, seg);
+        write_page(p, 3 + 4 * round, (uint8_t)(round + 1));
+        t_unlock(dev, h);
+        cr_assert_eq(wp_pages(seg, NPG), NPG - 1, "round %u: %zu pages armed after the lock, not all but the written one",
+                     round, wp_pages(seg, NPG));
+        const size_t before = f.n;
+        t_use(dev, h, 0);
+        uint8_t pages[NPG];
+        uint64_t bytes;
+        cr_assert(flushed_pages(&f, before, seg, pages, &bytes), "a flush outside the allocation");
+        cr_assert(pages[3 + 4 * round] && bytes == T_PG, "round %u: %llu bytes flushed for one page written", round,
+                  (unsigned long long)bytes);
+    }
+    /* It leaves its place: nothing armed stays behind for the next occupant. */
+    t_evict(dev, h);
+    cr_assert_eq(wp_pages(seg, NPG), 0u, "%zu pages left armed after the eviction", wp_pages(seg, NPG));
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    uint8_t *seg2 = where.cpu;
+    /* An untracked writable lock (a page list) lifts first: its writes take no fault. */
+    uint8_t *p = t_lock(dev, h, 0);
+    write_page(p, 9, 9);
+    t_unlock(dev, h);
+    cr_assert_gt(wp_pages(seg2, NPG), 0u);
+    uint32_t page = 11;
+    struct vidmm_lock_args la;
+    memset(&la, 0, sizeof la);
+    la.allocation = h;
+    la.page_count = 1;
+    la.pages = &page;
+    T_OK(vidmm_lock(dev, &la));
+    cr_assert_eq(wp_pages(seg2, NPG), 0u, "an untracked lock left %zu pages armed", wp_pages(seg2, NPG));
+    write_page(la.data, 11, 11);
+    T_OK(vidmm_unlock(dev, 1, &h));
+    /* A submission that lets the GPU write it lifts, and the locks' ends lift from then on. */
+    p = t_lock(dev, h, 0);
+    write_page(p, 13, 13);
+    t_unlock(dev, h);
+    cr_assert_gt(wp_pages(seg2, NPG), 0u);
+    t_use(dev, h, VIDMM_REF_WRITE);
+    cr_assert_eq(wp_pages(seg2, NPG), 0u, "a GPU write left %zu pages armed", wp_pages(seg2, NPG));
+    p = t_lock(dev, h, 0);
+    write_page(p, 15, 15);
+    t_unlock(dev, h);
+    cr_assert_eq(wp_pages(seg2, NPG), 0u, "a lock after a GPU write left %zu pages armed", wp_pages(seg2, NPG));
+    vidmm_device_destroy(dev);
+}
+
+/* Issue 31's policy on a segment of huge pages: write-protecting it would split them (every
+ * later access then pays base-page walks: measured 1.15-1.26x on fresh Cached rows), so its
+ * Cached allocations are flushed whole and nothing of them is ever armed - however sparse the
+ * writes. The flush is the library's own (no driver callback), so the costs the policy weighs
+ * are real ones, as in an application. */
+#define HUGE_SEG (64 * T_MiB)
+#define HUGE_ASIZE (32 * T_MiB)
+Test(lock_dirty, cached_on_huge_pages_never_armed)
+{
+    require_tracking();
+    setenv("VIDMM_LOCK_DIRTY", "auto", 1);
+    static struct vidmm_segment_desc segs[2];
+    segs[0] = t_mem_seg(T_VIS_BASE, HUGE_SEG, VIDMM_SEGMENT_CPU_VISIBLE);
+    segs[1] = t_aper_seg(T_APE_BASE, SEG_SIZE, 0);
+    struct vidmm_device_desc d = t_ddesc(segs, 2);
+    d.sysmem_reserve = 2 * HUGE_SEG;
+    vidmm_device *dev = t_dev(&d);
+    struct vidmm_stats st;
+    memset(&st, 0, sizeof st);
+    st.size_of = sizeof st;
+    T_OK(vidmm_get_stats(dev, &st));
+    if (st.segments[0].memory_tier == VIDMM_TIER_BASE) {
+        vidmm_device_destroy(dev);
+        unsetenv("VIDMM_LOCK_DIRTY");
+        cr_skip("the segment is on base pages here (no huge page tier): nothing to check");
+    }
+    struct vidmm_alloc_desc ad = t_adesc(HUGE_ASIZE, T_SET(1));
+    ad.flags |= VIDMM_ALLOC_CACHED;
+    vidmm_handle h = t_alloc(dev, &ad);
+    struct vidmm_residency where;
+    t_resident(dev, h, &where);
+    cr_assert_eq(where.segment_id, 1u);
+    const uint8_t *seg = where.cpu;
+    /* One page written a lock, the page moving: the pattern where tracking wins most on base
+     * pages (bench_lock_paths plain, "1 page, repeated"). */
+    for (uint32_t round = 0; round < 12; round++) {
+        uint8_t *p = t_lock(dev, h, 0);
+        p[(size_t)(round * 97 % (HUGE_ASIZE / T_PG)) * T_PG] = (uint8_t)(round + 1);
+        t_unlock(dev, h);
+        for (size_t off = 0; off < HUGE_ASIZE; off += ASIZE)
+            cr_assert_eq(wp_pages(seg + off, NPG), 0u, "round %u: %zu pages armed at +%zu MiB", round,
+                         wp_pages(seg + off, NPG), (size_t)(off / T_MiB));
+        t_use(dev, h, 0);
+    }
+    vidmm_device_destroy(dev);
+    unsetenv("VIDMM_LOCK_DIRTY");
+}

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 #include "vidmm/vidmm.h"
@@ -106,6 +107,7 @@ struct fz {
         uint64_t off, len, fence;
     } pend[64];
     int npend;
+    unsigned char *seg1_cpu;    /* segment 1's memory, once a residency showed it */
     struct group g[MAX_GROUPS];
     int step;
     char swap[64];
@@ -193,6 +195,33 @@ struct placed {
     vidmm_handle h;
 };
 
+/* Segment 1's pages that no allocation holds are not write-protected: the pages plain locks
+ * of Cached allocations leave armed are lifted when the allocation leaves its place (lib/engine
+ * lock.c vm_watch_leave()), or the next occupant's every first write takes a fault. Read from
+ * /proc/self/pagemap's uffd-wp bit (57); nothing to see where userfaultfd is not had. */
+static void check_armed(const struct fz *f, const struct placed *pl, int np)
+{
+    if (f->seg1_cpu == NULL)
+        return;
+    enum { N = (1u << 20) / PG };
+    static uint64_t e[N];
+    const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    const ssize_t k = pread(fd, e, sizeof e, (off_t)((uintptr_t)f->seg1_cpu / PG * sizeof e[0]));
+    close(fd);
+    if (k != (ssize_t)sizeof e)
+        return;
+    for (uint32_t i = 0; i < N; i++) {
+        if (!((e[i] >> 57) & 1))
+            continue;
+        bool held = false;
+        for (int a = 0; a < np && !held; a++)
+            held = pl[a].seg == 1 && (uint64_t)i * PG >= pl[a].off && (uint64_t)i * PG < pl[a].off + pl[a].len;
+        CHECK(held, "page %u of segment 1 is write-protected and no allocation holds it", i);
+    }
+}
+
 static void check_all(struct fz *f)
 {
     if (f->removed)
@@ -251,6 +280,7 @@ static void check_all(struct fz *f)
         for (int b = a + 1; b < np; b++)
             CHECK(pl[a].seg != pl[b].seg || pl[a].off + pl[a].len <= pl[b].off || pl[b].off + pl[b].len <= pl[a].off,
                   "0x%x and 0x%x overlap in segment %u", pl[a].h, pl[b].h, pl[a].seg);
+    check_armed(f, pl, np);
 }
 
 /* Snapshot of every allocation's query, for "a refused call changed nothing". */
@@ -327,11 +357,17 @@ static void op_create(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     /* Now and then one large enough for the plain locks' write tracking (lock.c: 256 KiB and
      * more), and a PermanentSysMem one filled with zeros, whose backing store is a hole until
      * written (tracked by its data: lock.c watch_arm()). */
-    const bool tracked_size = (a & 0x80) && ((b >> 3) % 8 == 1 || (b >> 3) % 8 == 2);
+    const bool tracked_size = (a & 0x80) && ((b >> 3) % 8 == 1 || (b >> 3) % 8 == 2 || (b >> 3) % 8 == 5);
     if (tracked_size)
         d.size = (uint64_t)(64 + a % 16) * PG;
     switch ((b >> 3) % 8) {
     case 1: d.flags |= VIDMM_ALLOC_CACHED; break;
+    case 5: /* Cached, tracked where it can be: the pages its locks leave armed in segment 1 */
+        if (tracked_size) {
+            d.flags |= VIDMM_ALLOC_CACHED;
+            set |= 0x1;
+        }
+        break;
     case 2:
         d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
         if (c & 0x40) {
@@ -474,6 +510,8 @@ static void op_submit(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
     for (uint32_t k = 0; k < n; k++) {
         CHECK(where[k].segment_id >= 1 && where[k].segment_id <= 3 && ((gs[k]->set >> (where[k].segment_id - 1)) & 1),
               "0x%x submitted in segment %u", refs[k].allocation, where[k].segment_id);
+        if (where[k].segment_id == 1 && where[k].cpu != NULL)
+            f->seg1_cpu = (unsigned char *)where[k].cpu - where[k].offset;
         ins[k]->read_fence = fence;
         if (refs[k].flags & VIDMM_REF_WRITE) {
             ins[k]->write_fence = fence;
@@ -550,10 +588,16 @@ static void op_lock(struct fz *f, uint8_t a, uint8_t b, uint8_t c)
             flags |= lock_bits[k];
     if ((c & 0xE0) == 0xE0)
         flags |= (c & 1) ? VIDMM_LOCK_USE_ALTERNATE_VA | VIDMM_LOCK_ACQUIRE_APERTURE : 0x00100000u;
+    /* A Cached allocation of a tracked size: a plain writable lock a quarter of the time (one
+     * in 16 of the random flags is one), the lock whose end leaves pages armed (lib/engine
+     * lock.c watch_end()). */
+    const bool plain_write = cached(g) && g->size >= 64 * PG && (c & 0xC0) == 0x40;
+    if (plain_write)
+        flags = 0;
     uint32_t pages[2];
     uint32_t npages = 0;
     const uint32_t total = (uint32_t)(g->size / PG);
-    if (c & 0x2) {
+    if ((c & 0x2) && !plain_write) {
         pages[npages++] = (c >> 2) % (total + 1); /* one past the end now and then */
         if (c & 0x10)
             pages[npages++] = (c >> 3) % total;
@@ -759,6 +803,8 @@ static void op_resident(struct fz *f, uint8_t a)
     if (rc == 0)
         CHECK(w.segment_id >= 1 && w.segment_id <= 3 && ((g->set >> (w.segment_id - 1)) & 1),
               "made resident in segment %u", w.segment_id);
+    if (rc == 0 && w.segment_id == 1 && w.cpu != NULL)
+        f->seg1_cpu = (unsigned char *)w.cpu - w.offset;
 }
 
 static void op_gpu_write(struct fz *f, uint8_t a, uint8_t b)

@@ -147,10 +147,13 @@ int vmos_wtrack_unregister(struct vmos_wtrack *t, void *p, size_t len);
  * memory ('shared': a memfd mapped shared, like the arena; else private anonymous, like the
  * segments) on a scratch mapping of its own: 'fixed_ns' the system calls of an arm and a lift
  * of one page, and per page 'arm_ns' (arm + scan + lift) and 'fault_ns' (a first write to an
- * armed page, less the write itself). Returns 0, or VIDMM_E_UNSUPPORTED / VIDMM_E_NO_MEMORY /
- * VIDMM_E_IO where tracking cannot be had (the answer is kept: asking again costs nothing). */
+ * armed page, less the write itself); the parts of 'arm_ns' apart: 'protect_ns' (an arm of
+ * pages not protected), 'scan_ns' (a scan that changes nothing, of pages not written: what a
+ * scan walks past) and 'lift_ns'. Returns 0, or VIDMM_E_UNSUPPORTED / VIDMM_E_NO_MEMORY / VIDMM_E_IO where
+ * tracking cannot be had (the answer is kept: asking again costs nothing). */
 struct vmos_wtrack_costs {
     uint32_t fixed_ns, arm_ns, fault_ns;
+    uint32_t protect_ns, scan_ns, lift_ns;
 };
 int vmos_wtrack_measure(bool shared, struct vmos_wtrack_costs *out);
 

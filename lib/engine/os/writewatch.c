@@ -1472,6 +1472,7 @@ static int cost_measure(bool shared, struct vmos_wtrack_costs *out)
     struct vmos_wtrack *t = NULL;
     int rc = vmos_wtrack_create(m, len, &t);
     uint64_t best_fixed = UINT64_MAX, best_arm = UINT64_MAX, best_fault = UINT64_MAX;
+    uint64_t best_protect = UINT64_MAX, best_scan = UINT64_MAX, best_lift = UINT64_MAX;
     for (int r = 0; rc == 0 && r < COST_REPS; r++) {
         uint64_t t0 = cost_now_ns();
         rc = vmos_wtrack_arm(t, m, pg); /* one page: the calls' own cost */
@@ -1482,6 +1483,13 @@ static int cost_measure(bool shared, struct vmos_wtrack_costs *out)
         if (rc == 0)
             rc = vmos_wtrack_arm(t, m, len);
         uint64_t t3 = cost_now_ns();
+        size_t nc = 0; /* scans with nothing written: of one page (the call), of all of them */
+        if (rc == 0)
+            rc = vmos_wtrack_count(t, m, pg, &nc);
+        uint64_t ta = cost_now_ns();
+        if (rc == 0)
+            rc = vmos_wtrack_count(t, m, len, &nc);
+        uint64_t tb = cost_now_ns(); /* the faults below are timed from here */
         cost_touch(m, pg);  /* a first write to each page: the fault */
         uint64_t t4 = cost_now_ns();
         cost_touch(m, pg);  /* again: the writes alone */
@@ -1495,9 +1503,17 @@ static int cost_measure(bool shared, struct vmos_wtrack_costs *out)
         uint64_t t7 = cost_now_ns();
         cost_touch(m, pg);  /* after the lift (on shared memory it leaves the pages read-only) */
         uint64_t fixed = (t1 - t0) + (t2 - t1), arm = (t3 - t2) + (t6 - t5) + (t7 - t6);
-        uint64_t writes = t5 - t4, faults = t4 - t3;
+        uint64_t writes = t5 - t4, faults = t4 - tb;
         best_fixed = fixed < best_fixed ? fixed : best_fixed;
         best_arm = arm < best_arm ? arm : best_arm;
+        /* The parts, each less its one-page call where it has one (the calls' own cost). */
+        const uint64_t protect = t3 - t2 > t1 - t0 ? (t3 - t2) - (t1 - t0) : 0;
+        const uint64_t lift = t7 - t6 > t2 - t1 ? (t7 - t6) - (t2 - t1) : 0;
+        /* A scan's pages: all of them less one (the call itself), nothing written. */
+        const uint64_t scan = tb - ta > ta - t3 ? (tb - ta) - (ta - t3) : 0;
+        best_protect = protect < best_protect ? protect : best_protect;
+        best_scan = scan < best_scan ? scan : best_scan;
+        best_lift = lift < best_lift ? lift : best_lift;
         if (faults > writes && faults - writes < best_fault)
             best_fault = faults - writes;
     }
@@ -1508,6 +1524,9 @@ static int cost_measure(bool shared, struct vmos_wtrack_costs *out)
     out->fixed_ns = (uint32_t)(best_fixed < UINT32_MAX ? best_fixed : UINT32_MAX);
     out->arm_ns = (uint32_t)((best_arm > best_fixed ? best_arm - best_fixed : 0) / COST_PAGES);
     out->fault_ns = (uint32_t)(best_fault == UINT64_MAX ? 0 : best_fault / COST_PAGES);
+    out->protect_ns = (uint32_t)(best_protect / COST_PAGES);
+    out->scan_ns = (uint32_t)(best_scan / (COST_PAGES - 1));
+    out->lift_ns = (uint32_t)(best_lift / COST_PAGES);
     return 0;
 }
 
