@@ -2495,9 +2495,12 @@ again:
     /* The copy-backs an unlock causes (PermanentSysMem) are done, and in the paging log, when
      * it returns (spec 15.28): the caller may read the log, or the segment copy, at once. Not
      * when the GPU still uses the allocation: the copy-back then waits for the GPU (the unlock
-     * does not), and is logged once it ran. The unlock itself has happened either way. */
+     * does not), and is logged once it ran. Nor when paging queued before it waits for the
+     * GPU (another allocation's eviction, say): on a device without paging threads this
+     * thread would wait for a fence only its caller can signal. The unlock itself has
+     * happened either way. */
     if (!err && !gpu && last > dev->paging_done)
-        vm_wait_paging_until(dev, last, NULL);
+        (void)vm_wait_paging_nowait(dev, last);
     vm_unlock_and_page(dev);
     return err;
 }

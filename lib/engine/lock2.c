@@ -216,9 +216,10 @@ static int unlock2(vidmm_device *dev, bool named, uint32_t process, vidmm_handle
         const uint64_t before = a->paging_fence;
         vm_unlock_one(dev, a); /* at 0: the lock ends (a PermanentSysMem copy-back queued) */
         /* A copy-back is done when the call returns, as vidmm_unlock()'s (unless the GPU still
-         * uses the allocation: it then waits for the GPU in the queue, not here). */
+         * uses the allocation, or paging queued before it waits for the GPU: that waits in the
+         * queue, not here). */
         if (a->paging_fence != before && !vm_busy(dev, a, false) && a->paging_fence > dev->paging_done)
-            vm_wait_paging_until(dev, a->paging_fence, NULL);
+            (void)vm_wait_paging_nowait(dev, a->paging_fence);
     }
     vm_unlock_and_page(dev);
     return err;

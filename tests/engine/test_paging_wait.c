@@ -105,3 +105,84 @@ Test(paging_wait, a_passed_fence_is_not_a_gpu_wait, .timeout = 60)
     cr_assert(t_is_fill(buf, sizeof buf, 0x6B6B6B6Bu), "the copy-back's bytes are not there");
     vidmm_device_destroy(dev);
 }
+
+/* An unlock waits for the copy-back it queues (vidmm_unlock(): done, and logged, when the call
+ * returns) - but not for the GPU. On a device without paging threads the caller's thread runs
+ * the queue, and an operation queued before the copy-back may have to wait for a submission's
+ * fence: the eviction of an allocation the GPU still reads, queued by a lock that asked to
+ * ignore the GPU's reads and gave up waiting for it (VIDMM_E_TIMEOUT: the eviction stays queued).
+ * Waiting for that fence with no deadline is waiting for the caller itself (nothing else
+ * signals it): the unlock never returned (found by fuzz_engine's libFuzzer run: vidmm_unlock ->
+ * run_one -> wait_idle). The
+ * unlock runs in a thread here; the test signals the fence after 5 s whatever happened, so a
+ * stuck unlock fails the test instead of hanging it. */
+struct unlocker {
+    vidmm_device *dev;
+    vidmm_handle h;
+    int rc;
+    atomic_bool done;
+};
+
+static void *unlock_thread(void *arg)
+{
+    struct unlocker *u = arg;
+    u->rc = vidmm_unlock(u->dev, 1, &u->h);
+    atomic_store(&u->done, true);
+    return NULL;
+}
+
+Test(paging_wait, an_unlock_behind_paging_that_waits_for_the_gpu_returns, .timeout = 60)
+{
+    static struct vidmm_segment_desc segs[3];
+    segs[0] = t_mem_seg(T_VIS_BASE, T_VIS_SIZE, VIDMM_SEGMENT_CPU_VISIBLE);
+    segs[1] = t_mem_seg(T_LOC_BASE, T_LOC_SIZE, 0);
+    segs[2] = t_aper_seg(T_APE_BASE, T_APE_SIZE, 0);
+    struct vidmm_device_desc dd = t_ddesc(segs, 3); /* no paging threads: callers run the queue */
+    dd.wait_timeout_ns = 2000000;
+    vidmm_device *dev = t_dev(&dd);
+    /* A: PermanentSysMem, resident, idle; its unlock queues a copy-back (after B's eviction). */
+    struct vidmm_alloc_desc d = t_adesc(ASIZE, T_SET(T_VIS));
+    d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
+    vidmm_handle a = t_alloc(dev, &d);
+    struct vidmm_residency where_a;
+    t_resident(dev, a, &where_a);
+    cr_assert_eq(where_a.segment_id, T_VIS);
+    /* B: in local memory (not CPU-visible), read by a submission not done. */
+    vidmm_handle b = t_alloc_simple(dev, ASIZE, T_SET(T_LOC) | T_SET(T_APE));
+    unsigned char *want_b = malloc(ASIZE), *got = malloc(ASIZE);
+    cr_assert(want_b && got);
+    t_bytes(want_b, ASIZE, 0xB0B);
+    t_write(dev, b, 0, want_b, ASIZE);
+    struct vidmm_residency where_b;
+    const uint64_t fence = t_submit1(dev, b, 0, &where_b);
+    cr_assert_eq(where_b.segment_id, T_LOC);
+    /* A lock of B evicts it to system memory first; the eviction waits for the GPU's reads,
+     * which the lock ignores but the eviction does not: the lock times out, the eviction queued. */
+    struct vidmm_lock_args lb = t_largs(b, VIDMM_LOCK_IGNORE_READ_SYNC);
+    cr_assert_eq(vidmm_lock(dev, &lb), VIDMM_E_TIMEOUT, "the lock of B did not wait for its eviction");
+    struct vidmm_lock_args la = t_largs(a, 0);
+    T_OK(vidmm_lock(dev, &la));
+    memset(la.data, 0x6B, ASIZE);
+    struct unlocker u = { .dev = dev, .h = a, .rc = -1 };
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, unlock_thread, &u), 0);
+    const double end = now_ms() + 5000;
+    while (!atomic_load(&u.done) && now_ms() < end) {
+        struct timespec pause = { 0, 1000000 };
+        nanosleep(&pause, NULL);
+    }
+    const bool returned = atomic_load(&u.done);
+    T_OK(vidmm_fence_signal(dev, fence)); /* lets a stuck unlock go */
+    pthread_join(th, NULL);
+    cr_assert(returned, "vidmm_unlock() of an idle allocation waited for a fence only its caller could signal");
+    cr_assert_eq(u.rc, 0, "vidmm_unlock: %s", vidmm_strerror(u.rc));
+    /* Nothing lost either way: A's segment copy holds the CPU's bytes once the GPU uses it, B's
+     * content survived its eviction. */
+    t_use(dev, a, 0);
+    cr_assert(t_is_fill(where_a.cpu, ASIZE, 0x6B6B6B6Bu), "A's copy-back is not in its segment");
+    t_read(dev, b, 0, got, ASIZE);
+    cr_assert(memcmp(got, want_b, ASIZE) == 0, "B's content changed across its eviction");
+    free(want_b);
+    free(got);
+    vidmm_device_destroy(dev);
+}
