@@ -312,6 +312,12 @@ struct vm_wtracks {
 #define VM_CLS_ABOVE_NORMAL 2u
 #define VM_NCLS 3u
 
+/* vidmm_device.lock_watch, from VIDMM_LOCK_DIRTY: auto (the policy), off (nothing tracked),
+ * always and probe (tests), and data: a store with holes goes by its data (lock.c watch_arm()),
+ * nothing is ever armed and nothing measured - for a process that owns userfaultfd itself, and
+ * for runs that must not depend on timing (the gate's engine/lock_holes row). */
+enum { VM_WATCH_UNKNOWN = 0, VM_WATCH_AUTO = 1, VM_WATCH_OFF = 2, VM_WATCH_ALWAYS = 3, VM_WATCH_PROBE = 4, VM_WATCH_DATA = 5 };
+
 struct vidmm_device {
     uint32_t magic;             /* VM_DEV_LIVE, VM_DEV_DEAD once destroyed (vm_dev_check()) */
     uint32_t handle_tag;        /* this device's tag in its handles, 0..15 (vm_handle_new()) */
@@ -388,8 +394,8 @@ struct vidmm_device {
     bool lazy_always;           /* VIDMM_LAZY_HISTORY=off: every range lock lazy, whatever its history */
     uint8_t lock_watch;         /* plain writable locks record the pages written, so that the
                                    copy-back and the cache flush cover only those (lock.c; issue
-                                   16): 0 not known yet, 1 on, 2 off (VIDMM_LOCK_DIRTY=off, read
-                                   at the first lock that could use it) */
+                                   16): VM_WATCH_*, from VIDMM_LOCK_DIRTY read at the first lock
+                                   that could use it */
     struct vm_wtracks *wtracks; /* the write trackers of plain locks (lock.c), made on first need */
     uint32_t move_ns[2];        /* issue 31: what moving a page costs here, measured on the
                                    device's own large moves (ns a page, a running average; 0:

@@ -804,11 +804,6 @@ static void note_dirty_pages(struct vm_alloc *a, const struct vidmm_lock_args *a
 #define VM_FRAC_ONE 4096u         /* fractions are kept in 1/4096 */
 #define VM_FRAC_NEVER 0xFFFFu     /* a break-even no lock reaches */
 
-/* VIDMM_LOCK_DIRTY: auto (the policy), off (nothing tracked), always and probe (tests), and data:
- * a store with holes goes by its data (below), nothing is ever armed and nothing measured - for
- * a process that owns userfaultfd itself, and for runs that must not depend on timing (the
- * gate's engine/lock_holes row). */
-enum { VM_WATCH_UNKNOWN = 0, VM_WATCH_AUTO = 1, VM_WATCH_OFF = 2, VM_WATCH_ALWAYS = 3, VM_WATCH_PROBE = 4, VM_WATCH_DATA = 5 };
 
 uint64_t vm_now_ns(void)
 {

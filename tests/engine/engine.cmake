@@ -52,6 +52,9 @@ target_include_directories(test_conf_resident_lists PRIVATE ${PROJECT_SOURCE_DIR
 # test_lazy_ranges checks that a new allocation given a destroyed one's instance address does not
 # inherit its range history: it reads the instance a handle names (lib/engine/engine.h vm_lookup()).
 target_include_directories(test_lazy_ranges PRIVATE ${PROJECT_SOURCE_DIR}/lib)
+# test_lock_dirty switches a device from whole write tracking to probes between two locks
+# (struct vidmm_device's lock_watch): the lift of what a whole lock left armed before a probe.
+target_include_directories(test_lock_dirty PRIVATE ${PROJECT_SOURCE_DIR}/lib)
 
 # The WDDM2 translation's latency (issue 15: ns per vidmm_va_translate()) next to the WDDM1 lookup
 # by handle (vidmm_alloc_query()): a program run by hand, not a test (performance is never

@@ -2,7 +2,8 @@
 /* tests/engine/test_conf_wddm2_lock2.c - conformance: WDDM2 CPU access (include/vidmm/wddm2.h)
  * - Lock2 / Unlock2 (spec 6.6, 15.23): flags all reserved, the placement rules (Cached, CPU-
  * visible and non-CPU-visible allocations in each kind of segment), the refcount, no waiting
- * for the GPU, no move while locked (eviction, residency, the "not committed to a memory
+ * for the GPU (nor, at the last Unlock2, for paging queued before its copy-back that waits for
+ * the GPU), no move while locked (eviction, residency, the "not committed to a memory
  * segment" rule), offers, the refusal on WDDM1 devices and hostile inputs - and
  * UpdateAllocationProperty (spec 12): its refusals, the move it causes with its paging fence,
  * preference and Unmoveable. Every refusal has its exact code and changes nothing; content is
@@ -13,6 +14,7 @@
 #include "t_wddm2.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #define SZ (64 * T_KiB)
 
@@ -561,6 +563,113 @@ Test(wddm2_lock2, permanent_sysmem_copy_back)
     cr_assert(i >= 0, "no copy-back TRANSFER at the last Unlock2");
     cr_assert_eq(lb.op[i].dst.segment_id, T_VIS);
     cr_assert_eq(sum_of(dev, h), want, "the segment copy is not what the CPU wrote");
+    vidmm_device_destroy(dev);
+}
+
+/* wddm2.h (as vidmm_unlock(), device.h): the copy-back the last Unlock2 of a PermanentSysMem
+ * allocation queues is done when the call returns - but Unlock2 waits for the GPU no more than
+ * Lock2 does (spec 6.6, 15.23). On a device without paging threads the caller's thread runs the
+ * queue, and an operation queued before the copy-back may have to wait for a submission's
+ * fence: the eviction of an allocation the GPU still reads, queued by the Evict that dropped its
+ * last residency reference (queued, not run: the Evict returns at once). Waiting for that fence
+ * with no deadline is waiting for the caller itself (nothing else signals it): Unlock2 never
+ * returned (as vidmm_unlock() did: test_paging_wait.c). The Unlock2 runs in a thread here; the
+ * test signals the fence after 5 s whatever happened, so a stuck Unlock2 fails the test instead
+ * of hanging it. Nothing is lost either way: the copy-back reaches the segment once the GPU
+ * uses the allocation, and the evicted one's content survives. */
+struct unlocker2 {
+    vidmm_device *dev;
+    vidmm_handle h;
+    int rc;
+    atomic_bool done;
+};
+
+static void *unlock2_thread(void *arg)
+{
+    struct unlocker2 *u = arg;
+    u->rc = vidmm_wddm2_unlock2(u->dev, u->h);
+    atomic_store(&u->done, true);
+    return NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+Test(wddm2_lock2, unlock2_behind_paging_that_waits_for_the_gpu_returns, .timeout = 60)
+{
+    /* The standard WDDM2 device (t_wddm2.h: no paging threads), with a short wait timeout. */
+    static struct vidmm_segment_desc segs[3];
+    segs[0] = t_mem_seg(T_VIS_BASE, T_VIS_SIZE, VIDMM_SEGMENT_CPU_VISIBLE | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP);
+    segs[1] = t_mem_seg(T_LOC_BASE, T_LOC_SIZE, VIDMM_SEGMENT_LOCAL_BUDGET_GROUP);
+    segs[2] = t_aper_seg(T_APE_BASE, T_APE_SIZE, VIDMM_SEGMENT_NONLOCAL_BUDGET_GROUP);
+    struct vidmm_device_desc dd = t_ddesc(segs, 3);
+    dd.flags |= VIDMM_DEVICE_WDDM2;
+    dd.wait_timeout_ns = 2000000; /* 2 ms, as the fuzzer's */
+    vidmm_device *dev = t_dev(&dd);
+    vidmm_va_space *sp = w2_space(dev, T_PROC);
+    /* A: PermanentSysMem, resident, idle; its last Unlock2 queues a copy-back (after B's eviction). */
+    vidmm_handle a = alloc_f(dev, T_SET(T_VIS), 0, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_PERMANENT_SYSMEM);
+    w2_resident(dev, a);
+    const uint64_t va_a = w2_reserve(sp, 0, SZ);
+    w2_map(sp, va_a, a, 0, SZ);
+    /* B: resident in local memory (not CPU-visible), its content known, read by work not done. */
+    vidmm_handle b = alloc_f(dev, T_SET(T_LOC), 0, 0);
+    w2_resident(dev, b);
+    uint8_t *want_b = malloc(SZ), *got = malloc(SZ);
+    cr_assert(want_b && got);
+    t_bytes(want_b, SZ, 0xB0B);
+    t_write(dev, b, 0, want_b, SZ);
+    const uint64_t va_b = w2_reserve(sp, 0, SZ);
+    w2_map(sp, va_b, b, 0, SZ);
+    w2_drain(dev);
+    struct vidmm_va_ref ref = { va_b, SZ, 0, 0 };
+    uint64_t fence = 0;
+    T_OK(vidmm_va_submit(sp, &ref, 1, 0, &fence));
+    cr_assert(t_query(dev, b).busy);
+    /* Its last residency reference dropped: evicted now - a TRANSFER queued that waits for the
+     * GPU's reads, not run (nobody waits for paging yet). */
+    t_log_clear(dev);
+    w2_evict(dev, b, 0);
+    static struct t_log_buf lb;
+    t_log_take(dev, &lb);
+    cr_assert_eq(t_log_find(&lb, VIDMM_PAGING_TRANSFER, b, 0), -1, "B's eviction ran: nothing waits for the GPU");
+    uint8_t *p = lock2(dev, a);
+    memset(p, 0x6B, SZ);
+    struct unlocker2 u = { .dev = dev, .h = a, .rc = -1 };
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, unlock2_thread, &u), 0);
+    const double end = now_ms() + 5000;
+    while (!atomic_load(&u.done) && now_ms() < end) {
+        struct timespec pause = { 0, 1000000 };
+        nanosleep(&pause, NULL);
+    }
+    const bool returned = atomic_load(&u.done);
+    T_OK(vidmm_fence_signal(dev, fence)); /* lets a stuck Unlock2 go */
+    pthread_join(th, NULL);
+    cr_assert(returned, "vidmm_wddm2_unlock2() of an idle allocation waited for a fence only its caller could signal");
+    cr_assert_eq(u.rc, 0, "vidmm_wddm2_unlock2: %s", vidmm_strerror(u.rc));
+    cr_assert_eq(t_query(dev, a).lock_count, 0);
+    /* Nothing lost either way: once the GPU uses A (its paging waited for first), its segment
+     * copy holds the CPU's bytes; B's content survived its eviction. */
+    struct vidmm_va_ref ref_a = { va_a, SZ, 0, 0 };
+    uint64_t fence_a = 0;
+    T_OK(vidmm_va_submit(sp, &ref_a, 1, 0, &fence_a));
+    T_OK(vidmm_fence_signal(dev, fence_a));
+    struct vidmm_va_translation tr;
+    T_OK(vidmm_va_translate(sp, va_a, &tr));
+    cr_assert_eq(tr.segment_id, T_VIS);
+    cr_assert(t_is_fill(tr.cpu, SZ, 0x6B6B6B6Bu), "A's copy-back is not in its segment");
+    cr_assert_neq((void *)tr.cpu, (void *)p, "A's segment copy is its lock pointer");
+    expect_at(dev, b, VIDMM_WHERE_SYSMEM, 0);
+    t_read(dev, b, 0, got, SZ);
+    cr_assert(memcmp(got, want_b, SZ) == 0, "B's content changed across its eviction");
+    free(want_b);
+    free(got);
+    vidmm_va_space_destroy(sp);
     vidmm_device_destroy(dev);
 }
 
