@@ -255,7 +255,9 @@ struct vm_range {
      * range_want_lazy()): 'hist_cost' the work of the last lock as a lazy view did it or would
      * have, in bytes of eager untiling (UINT64_MAX: nothing known); 'hist_skip' eager locks to go
      * before a lazy one probes again ('hist_waiting': counting them), 'hist_backoff' the last such
-     * wait; 'hist_eager' this lock went eager by history. */
+     * wait; 'hist_eager' this lock went eager by history, 'hist_probe' as the end of a wait,
+     * its write-watch probe (range_want_track()) standing in for the lazy probe; 'hist_sparse'
+     * an eager lock's write-watch saw little written: the wait's end probes lazy. */
     /* Tracked or not, per eager writable lock of a whole part (lock.c range_want_track()): the
      * write-watch's verdict on the last tracked lock of allocation 'tr_a' ('tr_dense': it wrote
      * more than the break-even), the untracked locks to go before the next tracked one
@@ -273,7 +275,7 @@ struct vm_range {
     const struct vm_alloc *hist_a;
     uint64_t hist_cost;
     uint32_t hist_skip, hist_backoff;
-    bool hist_waiting, hist_eager;
+    bool hist_waiting, hist_eager, hist_probe, hist_sparse;
     struct vm_part part;        /* what this lock untiled and tiles back (narrow locks) */
 };
 

@@ -535,11 +535,13 @@ static void big_write_pages(struct big *b, unsigned char *p, size_t n, uint32_t 
 
 /* Lazy or eager per lock, from history: the first writable lock is an eager probe; one (or a
  * lazy lock) that wrote every page makes the next locks of the allocation eager (the whole view
- * there at once, every byte the surface's), 2 of them, then a lazy one probes; an eager lock
- * whose write-watch saw one page written lets the next one probe at once (an untracked eager
- * lock - the eager locks before it were dense - tells nothing); a lazy lock that touched little
- * keeps the next lazy. Every lock's view is the packed linear
- * surface and every unlock leaves the surface holding what was written, both kinds. */
+ * there at once, every byte the surface's), 2 of them, then an eager lock whose write-watch
+ * probes stands in for a lazy probe (range_want_lazy()): dense, 4 more eager ones, then another
+ * such probe, which sees one page written - the next lock is lazy; an eager lock whose
+ * write-watch saw one page written lets the next one probe at once (an untracked eager lock -
+ * the eager locks before it were dense - tells nothing); a lazy lock that touched little keeps
+ * the next lazy. Every lock's view is the packed linear surface and every unlock leaves the
+ * surface holding what was written, both kinds. */
 Test(lazy, dense_locks_go_eager_by_history)
 {
     require_lazy();
@@ -558,14 +560,14 @@ Test(lazy, dense_locks_go_eager_by_history)
         { false, SIZE_MAX, "first writable lock: nothing known, eager - an untracked probe (range_want_lazy())" },
         { false, SIZE_MAX, "the probe saw every page written: eager (1 of 2), untracked (1 of 2)" },
         { false, SIZE_MAX, "eager (2 of 2), untracked (2 of 2)" },
-        { true, SIZE_MAX, "the wait over: a lazy probe" },
-        { false, 1, "the lazy probe wrote every page: eager again (1 of 4), untracked (its stream went in "
-                    "counted: a dense writer, range_note_lazy(); 1 of 4)" },
+        { false, SIZE_MAX, "the wait over: an eager lock whose write-watch probes, for the lazy history and "
+                           "the tracking's (its back-off is over too)" },
+        { false, 1, "the probe saw every page written: eager again (1 of 4), untracked (1 of 4)" },
         { false, 1, "eager (2 of 4), untracked: no write-watch to see the one page written" },
         { false, 1, "eager (3 of 4), untracked" },
         { false, 1, "eager (4 of 4), untracked (4 of 4)" },
-        { true, 1, "the wait over: a lazy probe, which touches one page" },
-        { true, 0, "the probe touched one page: lazy" },
+        { false, 1, "the wait over: an eager probe again, which sees one page written" },
+        { true, 0, "the probe saw one page written: lazy" },
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         unsigned char *p = range_lock(b.dev, b.h, 0);
@@ -596,8 +598,8 @@ Test(lazy, dense_locks_go_eager_by_history)
     cr_assert_eq(t_resident_pages(p, b.ln), pages, "the lock after a full lazy read is not eager");
     cr_assert_eq(memcmp(p, b.want, b.ln), 0, "the eager read differs");
     t_unlock(b.dev, b.h);
-    /* A writable eager lock (2 of 2), an untracked probe (the tracking's back-off is over): its
-     * write-watch sees little written, and the next lock probes lazy at once. */
+    /* A writable eager lock (2 of 2), tracked (the last probe was sparse): its write-watch sees
+     * little written, and the next lock probes lazy at once. */
     p = range_lock(b.dev, b.h, 0);
     cr_assert_eq(t_resident_pages(p, b.ln), pages, "the second lock after a full lazy read is not eager");
     big_write_pages(&b, p, 1, 99);
