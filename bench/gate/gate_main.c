@@ -713,6 +713,53 @@ static void row_lock_cached(void)
     free(saved);
 }
 
+/* Plain writable locks of a 1 MiB PermanentSysMem allocation resident in a memory segment, its
+ * backing store populated (filled with a pattern at creation: no holes), one page written in
+ * each: the write-tracked copy-back (lib/engine/lock.c watch_arm(), watch_done(): the arena's
+ * userfaultfd write-protect, PAGEMAP_SCAN at the end, the TRANSFER of the page written).
+ * VIDMM_LOCK_DIRTY=always for the reason of lock_cached_tracked above. */
+static void row_lock_psm_tracked(void)
+{
+    const char *name = "engine/lock_psm_tracked/1048576";
+    if (!row_wanted(name))
+        return;
+    const unsigned reps = 40;
+    vidmm_device *dev = NULL;
+    vidmm_handle h = 0;
+    const char *was = getenv("VIDMM_LOCK_DIRTY");
+    char *saved = was != NULL ? strdup(was) : NULL;
+    setenv("VIDMM_LOCK_DIRTY", "always", 1);
+    int rc = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, false, NULL, 0, &dev);
+    struct vidmm_alloc_desc d = alloc_desc(MiB, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_PERMANENT_SYSMEM);
+    d.fill_pattern = 0x5a5a5a5au;
+    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0)
+        rc = vidmm_make_resident(dev, &h, 1, NULL);
+    const bool built = rc == 0;
+    if (!built)
+        row_setup_failed(name, "building the device", rc);
+    for (unsigned r = 0; built && r <= reps; r++) {
+        if (r == 1)
+            row_begin();
+        struct vidmm_lock_args la;
+        memset(&la, 0, sizeof(la));
+        la.allocation = h;
+        int e = vidmm_lock(dev, &la);
+        if (e == 0) {
+            ((volatile unsigned char *)la.data)[(size_t)(r * 5 % 256) * 4096 + 64] = (unsigned char)(r | 1);
+            e = vidmm_unlock(dev, 1, &h);
+        }
+        rc |= e;
+    }
+    if (built)
+        row_end(name, reps, rc);
+    vidmm_device_destroy(dev);
+    if (saved != NULL)
+        setenv("VIDMM_LOCK_DIRTY", saved, 1);
+    else
+        unsetenv("VIDMM_LOCK_DIRTY");
+    free(saved);
+}
+
 /* Submissions: 'nrefs' allocations of 'size' bytes referenced per submission (written), the
  * fence signalled at once (the "GPU" is done). With 'alternate', two such lists in turn into a
  * segment that holds one: every submission evicts the other list and pages its own in
@@ -858,6 +905,7 @@ static void rows_engine(void)
     row_lock_unlock();
     row_lock_holes();
     row_lock_cached();
+    row_lock_psm_tracked();
     row_submit(64, 64 * KiB, false);
     row_submit(32, 64 * KiB, true);
     row_evict_pagein(1 * MiB);
