@@ -23,6 +23,7 @@
 # Every run gets a folder of its own, DIR/<UTC date-time>-<mode>/ (DIR: build/release/bench-results/),
 # and DIR/latest points at the last one:
 #   report.txt           what the terminal showed after the run (the tables)
+#   lock-paths.txt       the CPU-access rows (bench/bench_lock_paths.c), also in report.txt
 #   raw.log              Google Benchmark's own console output: its context block, its warnings and
 #                        the row of every case and repetition
 #   build.log            the build's output
@@ -112,12 +113,12 @@ if [ "$build" -eq 1 ]; then
   {
     if [ "$build_dir" = "$root/build/release" ]; then
       cmake --preset release &&
-        cmake --build --preset release --target vidmm_bench vidmm_bench_gate vidmm_install_set -j "$(nproc)"
+        cmake --build --preset release --target vidmm_bench vidmm_bench_gate bench_lock_paths vidmm_install_set -j "$(nproc)"
     else
       # The release preset's flags (CMakePresets.json: -O3).
       cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG" \
         "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG" &&
-        cmake --build "$build_dir" --target vidmm_bench vidmm_bench_gate vidmm_install_set -j "$(nproc)"
+        cmake --build "$build_dir" --target vidmm_bench vidmm_bench_gate bench_lock_paths vidmm_install_set -j "$(nproc)"
     fi
   } >"$run_dir/build.log" 2>&1
   st=$?
@@ -141,7 +142,32 @@ set +e
 "$bin" "${args[@]}" "${extra[@]}" | tee "$run_dir/report.txt"
 rc=${PIPESTATUS[0]}
 set -e
+# The CPU-access rows (issue 31: write-tracked plain locks, range locks eager and lazy, the
+# first lock of a fresh surface, range unlocks), each against the untracked / eager path in the
+# same process, alternating, with its target and "NOT met" where the median misses it: their own
+# program (bench/bench_lock_paths.c: devices, not kernels), ~20-40 s at 9 rounds. Left out when
+# a filter names other cases.
+lock_rc=0
+if [ -z "$filter" ] || [[ "lock" =~ $filter ]]; then
+  lp=$build_dir/bench/bench_lock_paths
+  rounds=9
+  [ "$mode" = full ] && rounds=21
+  if [ -x "$lp" ]; then
+    echo
+    echo "bench.sh: CPU-access paths (bench_lock_paths $rounds: medians of $rounds rounds, ratio to the plain/eager path)"
+    set +e
+    "$lp" "$rounds" | tee "$run_dir/lock-paths.txt" | tee -a "$run_dir/report.txt"
+    lock_rc=${PIPESTATUS[0]}
+    set -e
+    echo "bench.sh: CPU-access rows NOT met: $(grep -cE 'NOT met( *$|  \(mean)' "$run_dir/lock-paths.txt" || true) (lock-paths.txt)" |
+      tee -a "$run_dir/report.txt"
+  else
+    echo "bench.sh: $lp not built: no CPU-access rows" >&2
+    lock_rc=2
+  fi
+fi
 t2=$(date +%s)
+[ "$rc" -ne 0 ] || rc=$lock_rc
 
 echo
 # Debian's libbenchmark 1.7.1 is built without NDEBUG, so Google Benchmark prints "Library was
