@@ -89,8 +89,8 @@ VIDMM_BEGIN_DECLS
  *                                thread; then it tiles back what was written through its range
  *                                views (and drops lazy views' pages) with the mutex released, the
  *                                allocations held as above; PermanentSysMem copy-backs are
- *                                paging operations, waited for unless they (or paging queued
- *                                before them) wait for the GPU.
+ *                                paging operations, waited for unless they (or other paging
+ *                                queued or running) wait for the GPU.
  *   vidmm_invalidate_cache()     a lock or unlock converting that allocation, or another call
  *                                working on its bytes; the engine's own cache maintenance of
  *                                64 KiB or more runs with the mutex released (as
@@ -746,8 +746,8 @@ VIDMM_API int vidmm_lock_region(vidmm_device *dev, struct vidmm_lock_args *args,
  * tiled back unless the lock was READ_ONLY (what was written; a narrow lock's part only); a
  * PermanentSysMem allocation resident in a segment gets the listed pages transferred back -
  * done, and in the paging log, when the call returns, unless the GPU still uses the
- * allocation or paging queued before the transfer waits for the GPU (the transfer then waits
- * for the GPU, the unlock does not). A writable lock
+ * allocation or other paging waits for the GPU, queued before the transfer or running beside
+ * it (the transfer then waits for the GPU, the unlock does not). A writable lock
  * without a page list of an allocation of 256 KiB or more records which pages the CPU (or the
  * kernel, e.g. read(2) into it) wrote, where the kernel offers userfaultfd's asynchronous
  * write-protect (Linux 6.7): the transfer back covers those pages, and for a Cached

@@ -256,7 +256,8 @@ struct vm_range {
      * have, in bytes of eager untiling (UINT64_MAX: nothing known); 'hist_skip' eager locks to go
      * before a lazy one probes again ('hist_waiting': counting them), 'hist_backoff' the last such
      * wait; 'hist_eager' this lock went eager by history, 'hist_probe' as the end of a wait,
-     * its write-watch probe (range_want_track()) standing in for the lazy probe; 'hist_sparse'
+     * its write-watch probe (range_want_track()) standing in for the lazy probe; 'hist_guess'
+     * 'hist_cost' is such a probe's (writes only: what the lock reads is not seen); 'hist_sparse'
      * an eager lock's write-watch saw little written: the wait's end probes lazy. */
     /* Tracked or not, per eager writable lock of a whole part (lock.c range_want_track()): the
      * write-watch's verdict on the last tracked lock of allocation 'tr_a' ('tr_dense': it wrote
@@ -271,6 +272,8 @@ struct vm_range {
      * each of VM_TRACK_PROBE_SPANS places 'tr_stride' pages apart, the first at page 'tr_lo';
      * 'tr_probes' moves them. */
     bool tr_probe;
+    bool hist_guess;            /* (with the hist_ fields below: in this padding, so that the
+                                   struct keeps its size - the device holds VM_MAX_RANGES) */
     uint32_t tr_lo, tr_n, tr_stride, tr_probes;
     const struct vm_alloc *hist_a;
     uint64_t hist_cost;

@@ -368,6 +368,7 @@ static void range_note_lazy(struct vm_range *r, const struct vmos_lazy_stats *st
 {
     r->hist_a = r->a;
     r->hist_cost = lazy_cost(st->faults, st->filled);
+    r->hist_guess = false;
     r->hist_eager = false;
     if (st->counted && r->lazy_writable) {
         if (r->tr_a != r->a) {
@@ -388,8 +389,9 @@ static void range_note_eager(struct vm_range *r, uint64_t written)
     const uint64_t cost = lazy_cost(written, written * VIDMM_PAGE_SIZE);
     if (r->hist_cost == UINT64_MAX || r->hist_probe) {
         /* The first lock's probe, or the one ending a wait (range_want_lazy()): its verdict is
-         * all that is known. */
+         * all that is known - of the writes: a guess at what the lazy lock costs. */
         r->hist_cost = cost;
+        r->hist_guess = r->hist_probe;
         r->hist_probe = false;
         return;
     }
@@ -445,7 +447,9 @@ static int range_want_track(const vidmm_device *dev, struct vm_range *r, size_t 
         r->tr_skip--;
         return VM_TRACK_NONE;
     }
-    probe |= r->tr_dense || r->hist_probe; /* the back-off is over, or the lazy history's is */
+    /* The back-off is over - or the lazy history's wait is (r->hist_probe): the probe then,
+     * unless the tracking's history is sparse, whose whole tracking counts exactly for less. */
+    probe |= r->tr_dense;
     /* The break-even for this lock, from the costs measured on this machine. */
     struct vmos_wtrack_costs c;
     r->tr_limit = UINT64_MAX;
@@ -512,6 +516,7 @@ static void range_note_track(struct vm_range *r, uint64_t written)
  * tiles nothing back, and what it reads is never known to a write-watch. */
 static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t need, bool writable)
 {
+    const bool unresolved = r->hist_probe; /* the last lock's eager probe gave no verdict */
     r->hist_eager = false;
     r->hist_probe = false;
     if (!dev->lazy_ranges || r->lazy_failed || dev->lazy_always)
@@ -520,7 +525,7 @@ static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t 
         r->hist_a = r->a;
         r->hist_cost = UINT64_MAX;
         r->hist_skip = r->hist_backoff = 0;
-        r->hist_waiting = r->hist_sparse = false;
+        r->hist_waiting = r->hist_sparse = r->hist_guess = false;
         if (writable && r->part.whole && dev->range_watch && !r->ww_failed && !dev->range_untracked) {
             r->hist_eager = true; /* a probe: range_note_eager() gives the cost */
             return false;
@@ -530,10 +535,16 @@ static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t 
     if (r->hist_cost == UINT64_MAX)
         return true;
     if (r->hist_cost < need) {
-        r->hist_backoff = 0; /* lazy paid: a dense lock from here waits 2 locks again */
+        /* Lazy paid: a dense lock from here waits 2 locks again - unless the cost is an eager
+         * probe's guess (its writes only): a writer that reads everything and writes little
+         * keeps its wait growing. */
+        if (!r->hist_guess)
+            r->hist_backoff = 0;
         r->hist_sparse = false;
         return true;
     }
+    if (unresolved)
+        return true; /* a lazy probe instead, as where no write-watch could probe */
     /* The last lazy lock cost more than the eager untiling: eager, 2, 4, ... 16 locks, then a
      * probe (its own cost replaces this one at its end). A writable lock probes eager where its
      * write-watch can: the untracked lock with a few runs of pages watched (range_want_track(),
@@ -545,6 +556,7 @@ static bool range_want_lazy(const vidmm_device *dev, struct vm_range *r, size_t 
      * measures it, as before. A READ_ONLY lock probes lazy, and so does the lock after an eager
      * one whose write-watch saw little written (range_note_eager(): a verdict already). */
     if (!r->hist_waiting) {
+        r->hist_sparse = false; /* a verdict of the wait's own locks, from here */
         r->hist_backoff = r->hist_backoff == 0 ? 2 : r->hist_backoff * 2;
         if (r->hist_backoff > VM_LAZY_BACKOFF_MAX)
             r->hist_backoff = VM_LAZY_BACKOFF_MAX;
@@ -1232,14 +1244,15 @@ static __attribute__((noinline)) void watch_done(vidmm_device *dev, struct vm_al
     bool known = false;
     uint64_t *bits = watch_end(dev, a, &seen, &known);
     if (known && n != 0) {
-        /* A window's count leaves one written page out: one page in a small window says little
-         * of the rest. Counted, a probe of 26 pages that saw the one page a lock writes read
-         * 3.8% written, over a 2% break-even, and backed off - again and again - a writer
-         * whose locks tracked whole cost 0.08x of the flush (Cached, 64 MiB, a Zen 3 guest
-         * whose write fault costs 1.7 us: bench_lock_paths plain "1 page, repeated" 0.58x). A
-         * whole lock's count is exact. */
-        const size_t counted = n < npages && seen > 0 ? seen - 1 : seen;
-        const uint64_t frac = (uint64_t)counted * VM_FRAC_ONE / n;
+        /* One page written in a window says little of the rest: inconclusive - the next lock
+         * is tracked whole (it counts exactly), and the back-off keeps its length, so that a
+         * dense one doubles it as before. Counted, a probe of 26 pages that saw the one page a
+         * lock writes read 3.8% written, over a 2% break-even, and backed off - again and
+         * again - a writer whose locks tracked whole cost 0.08x of the flush (Cached, 64 MiB,
+         * a Zen 3 guest whose write fault costs 1.7 us: bench_lock_paths plain "1 page,
+         * repeated" 0.58x). A whole lock's count is exact. */
+        const bool one = n < npages && seen == 1;
+        const uint64_t frac = one ? 0 : (uint64_t)seen * VM_FRAC_ONE / n;
         a->wt_seen = true;
         a->wt_frac = (uint16_t)(frac < VM_FRAC_ONE ? frac : VM_FRAC_ONE);
         /* A dense lock: the next locks of the allocation go untracked, 2, 4, ... 64 of them
@@ -1247,7 +1260,7 @@ static __attribute__((noinline)) void watch_done(vidmm_device *dev, struct vm_al
         if (frac >= a->wt_fstar && dev->lock_watch == VM_WATCH_AUTO) {
             a->wt_backoff = a->wt_backoff ? (a->wt_backoff < 64 ? 2 * a->wt_backoff : 64) : 2;
             a->wt_skip = a->wt_backoff;
-        } else {
+        } else if (!one) {
             a->wt_backoff = 0;
         }
     }
@@ -1563,6 +1576,8 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
                       bool discard, uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
+    if (discard)
+        r->hist_eager = r->hist_probe = false; /* no verdict from a Discard lock (range_note_eager()) */
     if (!discard && range_want_lazy(dev, r, need, writable) && lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
@@ -2519,10 +2534,11 @@ again:
     /* The copy-backs an unlock causes (PermanentSysMem) are done, and in the paging log, when
      * it returns (spec 15.28): the caller may read the log, or the segment copy, at once. Not
      * when the GPU still uses the allocation: the copy-back then waits for the GPU (the unlock
-     * does not), and is logged once it ran. Nor when paging queued before it waits for the
-     * GPU (another allocation's eviction, say): on a device without paging threads this
-     * thread would wait for a fence only its caller can signal. The unlock itself has
-     * happened either way. */
+     * does not), and is logged once it ran. Nor when other paging waits for the GPU, queued
+     * before it (another allocation's eviction, say) or running: on a device without paging
+     * threads this thread would wait for a fence only its caller can signal, and with them for
+     * a paging thread that waits for one (vm_wait_paging_nowait() stops at any paging that
+     * waits for the GPU). The unlock itself has happened either way. */
     if (!err && !gpu && last > dev->paging_done)
         (void)vm_wait_paging_nowait(dev, last);
     vm_unlock_and_page(dev);

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -131,13 +132,14 @@ static void *unlock_thread(void *arg)
     return NULL;
 }
 
-Test(paging_wait, an_unlock_behind_paging_that_waits_for_the_gpu_returns, .timeout = 60)
+static void unlock_behind_gpu_paging(uint32_t paging_threads)
 {
     static struct vidmm_segment_desc segs[3];
     segs[0] = t_mem_seg(T_VIS_BASE, T_VIS_SIZE, VIDMM_SEGMENT_CPU_VISIBLE);
     segs[1] = t_mem_seg(T_LOC_BASE, T_LOC_SIZE, 0);
     segs[2] = t_aper_seg(T_APE_BASE, T_APE_SIZE, 0);
-    struct vidmm_device_desc dd = t_ddesc(segs, 3); /* no paging threads: callers run the queue */
+    struct vidmm_device_desc dd = t_ddesc(segs, 3);
+    dd.paging_threads = paging_threads;
     dd.wait_timeout_ns = 2000000;
     vidmm_device *dev = t_dev(&dd);
     /* A: PermanentSysMem, resident, idle; its unlock queues a copy-back (after B's eviction). */
@@ -172,10 +174,18 @@ Test(paging_wait, an_unlock_behind_paging_that_waits_for_the_gpu_returns, .timeo
         nanosleep(&pause, NULL);
     }
     const bool returned = atomic_load(&u.done);
+    /* Nor was the copy-back run out of order: it waits behind B's eviction. */
+    struct t_log_buf *log = malloc(sizeof *log);
+    cr_assert_not_null(log);
+    t_log_take(dev, log);
+    const ptrdiff_t early = t_log_find(log, VIDMM_PAGING_TRANSFER, a, 0);
     T_OK(vidmm_fence_signal(dev, fence)); /* lets a stuck unlock go */
     pthread_join(th, NULL);
-    cr_assert(returned, "vidmm_unlock() of an idle allocation waited for a fence only its caller could signal");
+    cr_assert(returned, "vidmm_unlock() of an idle allocation waited for a fence only its caller could signal "
+                        "(%u paging threads)", paging_threads);
     cr_assert_eq(u.rc, 0, "vidmm_unlock: %s", vidmm_strerror(u.rc));
+    cr_assert_eq(early, -1, "A's copy-back ran before B's eviction, queued before it");
+    free(log);
     /* Nothing lost either way: A's segment copy holds the CPU's bytes once the GPU uses it, B's
      * content survived its eviction. */
     t_use(dev, a, 0);
@@ -185,4 +195,16 @@ Test(paging_wait, an_unlock_behind_paging_that_waits_for_the_gpu_returns, .timeo
     free(want_b);
     free(got);
     vidmm_device_destroy(dev);
+}
+
+/* No paging threads: the caller's thread would wait for the fence itself. */
+Test(paging_wait, an_unlock_behind_paging_that_waits_for_the_gpu_returns, .timeout = 60)
+{
+    unlock_behind_gpu_paging(0);
+}
+
+/* A paging thread: it waits for the fence, and the unlock waited for it without a deadline. */
+Test(paging_wait, an_unlock_behind_a_paging_thread_waiting_for_the_gpu_returns, .timeout = 60)
+{
+    unlock_behind_gpu_paging(1);
 }
