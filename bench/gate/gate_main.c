@@ -605,20 +605,12 @@ static void row_lock_unlock(void)
     vidmm_device_destroy(dev);
 }
 
-/* Plain writable locks of a 1 MiB PermanentSysMem allocation of zeros resident in a memory
- * segment, one page written in each: its backing store is a hole until written and keeps holes
- * through these rounds, so each lock goes by the store's data (lib/engine/lock.c watch_arm(),
- * vm_alloc.wt_holey: the SEEK_DATA walk at the end and the copy-back of the pages holding data),
- * with nothing armed.
- *
- * The default policy (auto) picks between that and a userfaultfd tracking of the whole store
- * from measured costs (vmos_wtrack_measure(), the moves' running average): under Callgrind,
- * where userfaultfd works through /dev/userfaultfd, the pick flipped from run to run (1.12 M or
- * 0.27 M instructions, the same build) and failed CI's self-test. VIDMM_LOCK_DIRTY=data, read
- * at the device's first large lock, goes by the data alone: it measures and arms nothing. */
-static void row_lock_holes(void)
+/* plain_lock_row(): row 'name', 40 plain writable locks of a 1 MiB allocation with 'flags'
+ * (and 'fill', its fill pattern) resident in a CPU-visible memory segment, one page written in
+ * each, under VIDMM_LOCK_DIRTY='dirty' (read at the device's first large lock; the caller's
+ * value restored after); with 'submit', a submission that reads it after each unlock. */
+static void plain_lock_row(const char *name, uint32_t flags, uint32_t fill, const char *dirty, bool submit)
 {
-    const char *name = "engine/lock_holes/1048576";
     if (!row_wanted(name))
         return;
     const unsigned reps = 40;
@@ -626,59 +618,10 @@ static void row_lock_holes(void)
     vidmm_handle h = 0;
     const char *was = getenv("VIDMM_LOCK_DIRTY");
     char *saved = was != NULL ? strdup(was) : NULL;
-    setenv("VIDMM_LOCK_DIRTY", "data", 1);
+    setenv("VIDMM_LOCK_DIRTY", dirty, 1);
     int rc = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, false, NULL, 0, &dev);
-    struct vidmm_alloc_desc d = alloc_desc(MiB, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_PERMANENT_SYSMEM);
-    d.fill_pattern = 0;
-    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0)
-        rc = vidmm_make_resident(dev, &h, 1, NULL);
-    const bool built = rc == 0;
-    if (!built)
-        row_setup_failed(name, "building the device", rc);
-    for (unsigned r = 0; built && r <= reps; r++) {
-        if (r == 1)
-            row_begin();
-        struct vidmm_lock_args la;
-        memset(&la, 0, sizeof(la));
-        la.allocation = h;
-        int e = vidmm_lock(dev, &la);
-        if (e == 0) {
-            ((volatile unsigned char *)la.data)[(size_t)(r * 5 % 256) * 4096 + 64] = (unsigned char)(r | 1);
-            e = vidmm_unlock(dev, 1, &h);
-        }
-        rc |= e;
-    }
-    if (built)
-        row_end(name, reps, rc);
-    vidmm_device_destroy(dev);
-    if (saved != NULL)
-        setenv("VIDMM_LOCK_DIRTY", saved, 1);
-    else
-        unsetenv("VIDMM_LOCK_DIRTY");
-    free(saved);
-}
-
-/* Plain writable locks of a 1 MiB Cached allocation resident in a CPU-visible memory segment
- * that does not snoop, one page written in each, then a submission that reads it: the path of
- * a tracked Cached lock (lib/engine/lock.c watch_arm(), watch_end(): its pages left armed, so
- * each arm protects only what the last lock wrote; the flush before the GPU reads it covers the
- * page written, submit.c vm_cache_gpu_use()). Under the policy (auto) the choice to track
- * comes from measured costs and could flip from run to run, as lock_holes' did:
- * VIDMM_LOCK_DIRTY=always tracks every lock whole. Where the kernel has no userfaultfd
- * write-protect the locks go untracked, the same way in both builds the gate compares. */
-static void row_lock_cached(void)
-{
-    const char *name = "engine/lock_cached_tracked/1048576";
-    if (!row_wanted(name))
-        return;
-    const unsigned reps = 40;
-    vidmm_device *dev = NULL;
-    vidmm_handle h = 0;
-    const char *was = getenv("VIDMM_LOCK_DIRTY");
-    char *saved = was != NULL ? strdup(was) : NULL;
-    setenv("VIDMM_LOCK_DIRTY", "always", 1);
-    int rc = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, false, NULL, 0, &dev);
-    struct vidmm_alloc_desc d = alloc_desc(MiB, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_CACHED);
+    struct vidmm_alloc_desc d = alloc_desc(MiB, VIDMM_ALLOC_CPU_VISIBLE | flags);
+    d.fill_pattern = fill;
     if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0)
         rc = vidmm_make_resident(dev, &h, 1, NULL);
     const bool built = rc == 0;
@@ -697,9 +640,9 @@ static void row_lock_cached(void)
             e = vidmm_unlock(dev, 1, &h);
         }
         uint64_t fence = 0;
-        if (e == 0)
+        if (e == 0 && submit)
             e = vidmm_submit(dev, &ref, 1, 0, NULL, &fence);
-        if (e == 0)
+        if (e == 0 && submit)
             e = vidmm_fence_signal(dev, fence);
         rc |= e;
     }
@@ -713,6 +656,35 @@ static void row_lock_cached(void)
     free(saved);
 }
 
+/* Plain writable locks of a 1 MiB PermanentSysMem allocation of zeros resident in a memory
+ * segment, one page written in each: its backing store is a hole until written and keeps holes
+ * through these rounds, so each lock goes by the store's data (lib/engine/lock.c watch_arm(),
+ * vm_alloc.wt_holey: the SEEK_DATA walk at the end and the copy-back of the pages holding data),
+ * with nothing armed.
+ *
+ * The default policy (auto) picks between that and a userfaultfd tracking of the whole store
+ * from measured costs (vmos_wtrack_measure(), the moves' running average): under Callgrind,
+ * where userfaultfd works through /dev/userfaultfd, the pick flipped from run to run (1.12 M or
+ * 0.27 M instructions, the same build) and failed CI's self-test. VIDMM_LOCK_DIRTY=data, read
+ * at the device's first large lock, goes by the data alone: it measures and arms nothing. */
+static void row_lock_holes(void)
+{
+    plain_lock_row("engine/lock_holes/1048576", VIDMM_ALLOC_PERMANENT_SYSMEM, 0, "data", false);
+}
+
+/* Plain writable locks of a 1 MiB Cached allocation resident in a CPU-visible memory segment
+ * that does not snoop, one page written in each, then a submission that reads it: the path of
+ * a tracked Cached lock (lib/engine/lock.c watch_arm(), watch_end(): its pages left armed, so
+ * each arm protects only what the last lock wrote; the flush before the GPU reads it covers the
+ * page written, submit.c vm_cache_gpu_use()). Under the policy (auto) the choice to track
+ * comes from measured costs and could flip from run to run, as lock_holes' did:
+ * VIDMM_LOCK_DIRTY=always tracks every lock whole. Where the kernel has no userfaultfd
+ * write-protect the locks go untracked, the same way in both builds the gate compares. */
+static void row_lock_cached(void)
+{
+    plain_lock_row("engine/lock_cached_tracked/1048576", VIDMM_ALLOC_CACHED, 0, "always", true);
+}
+
 /* Plain writable locks of a 1 MiB PermanentSysMem allocation resident in a memory segment, its
  * backing store populated (filled with a pattern at creation: no holes), one page written in
  * each: the write-tracked copy-back (lib/engine/lock.c watch_arm(), watch_done(): the arena's
@@ -720,44 +692,7 @@ static void row_lock_cached(void)
  * VIDMM_LOCK_DIRTY=always for the reason of lock_cached_tracked above. */
 static void row_lock_psm_tracked(void)
 {
-    const char *name = "engine/lock_psm_tracked/1048576";
-    if (!row_wanted(name))
-        return;
-    const unsigned reps = 40;
-    vidmm_device *dev = NULL;
-    vidmm_handle h = 0;
-    const char *was = getenv("VIDMM_LOCK_DIRTY");
-    char *saved = was != NULL ? strdup(was) : NULL;
-    setenv("VIDMM_LOCK_DIRTY", "always", 1);
-    int rc = gate_device(16 * MiB, VIDMM_SEGMENT_CPU_VISIBLE, false, NULL, 0, &dev);
-    struct vidmm_alloc_desc d = alloc_desc(MiB, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_PERMANENT_SYSMEM);
-    d.fill_pattern = 0x5a5a5a5au;
-    if (rc == 0 && (rc = vidmm_alloc_create(dev, &d, &h)) == 0)
-        rc = vidmm_make_resident(dev, &h, 1, NULL);
-    const bool built = rc == 0;
-    if (!built)
-        row_setup_failed(name, "building the device", rc);
-    for (unsigned r = 0; built && r <= reps; r++) {
-        if (r == 1)
-            row_begin();
-        struct vidmm_lock_args la;
-        memset(&la, 0, sizeof(la));
-        la.allocation = h;
-        int e = vidmm_lock(dev, &la);
-        if (e == 0) {
-            ((volatile unsigned char *)la.data)[(size_t)(r * 5 % 256) * 4096 + 64] = (unsigned char)(r | 1);
-            e = vidmm_unlock(dev, 1, &h);
-        }
-        rc |= e;
-    }
-    if (built)
-        row_end(name, reps, rc);
-    vidmm_device_destroy(dev);
-    if (saved != NULL)
-        setenv("VIDMM_LOCK_DIRTY", saved, 1);
-    else
-        unsetenv("VIDMM_LOCK_DIRTY");
-    free(saved);
+    plain_lock_row("engine/lock_psm_tracked/1048576", VIDMM_ALLOC_PERMANENT_SYSMEM, 0x5a5a5a5au, "always", false);
 }
 
 /* Submissions: 'nrefs' allocations of 'size' bytes referenced per submission (written), the
