@@ -1576,8 +1576,12 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
                       bool discard, uint8_t **view)
 {
     const size_t need = (size_t)vm_round_up(g->linear_size, VIDMM_PAGE_SIZE);
+    /* No verdict from a Discard lock (range_note_eager()): its content is undefined, written
+     * whole or not. An earlier probe's missing verdict (hist_probe left set) is still missing
+     * after it - kept for the next lock's range_want_lazy(), not for range_want_track() here. */
+    const bool unresolved = discard && r->hist_probe;
     if (discard)
-        r->hist_eager = r->hist_probe = false; /* no verdict from a Discard lock (range_note_eager()) */
+        r->hist_eager = r->hist_probe = false;
     if (!discard && range_want_lazy(dev, r, need, writable) && lazy_lock(dev, r, g, tiled, need, writable)) {
         *view = vmos_lazy_base(r->lazy);
         return 0;
@@ -1629,6 +1633,7 @@ static int range_open(vidmm_device *dev, struct vm_range *r, const struct vm_gro
         r->untracked = tr != VM_TRACK_WHOLE;
         r->tr_probe = tr == VM_TRACK_PROBE && range_probe_arm(dev, r);
     }
+    r->hist_probe = r->hist_probe || unresolved;
     if (writable && !r->untracked && (small || !(r->ww_armed = range_watch_arm(dev, r))))
         part_snapshot(g, &r->part, r); /* to find what the CPU wrote */
     *view = r->view;

@@ -1152,6 +1152,24 @@ Test(lazy, writable_stream_goes_in_counted)
     disc_close(&d);
 }
 
+/* One READ_ONLY lock of d->h that reads every page of its view ('all') or none: the pages there
+ * at once (0: lazy; every one: eager). */
+static size_t read_round(struct disc *d, bool all, uint32_t k)
+{
+    const unsigned char *p = range_lock(d->dev, d->h, VIDMM_LOCK_READ_ONLY);
+    const size_t res = t_resident_pages(p, d->ln);
+    if (all) {
+        const volatile unsigned char *v = p;
+        unsigned char sum = 0;
+        for (size_t o = 0; o < d->ln; o += 64)
+            sum ^= v[o]; /* every page read */
+        cr_assert_eq(t_resident_pages(p, d->ln), d->ln / PAGE, "READ_ONLY lock %u (sum %u): not every page read", k,
+                     sum);
+    }
+    t_unlock(d->dev, d->h);
+    return res;
+}
+
 /* The writable lock that ends a wait of the lazy history probes for it (range_want_lazy()) -
  * with the write-watch the tracking's own history picks: tracked whole where that history is
  * sparse (an exact count), not an untracked probe, which tiles the whole view back for a
@@ -1194,21 +1212,235 @@ Test(lazy, wait_end_probe_tracks_whole_where_tracking_is_sparse)
     cr_assert_eq(t_resident_pages(p, d.ln), 0u, "the lock after a sparse probe is not lazy");
     t_unlock(d.dev, d.h);
     for (int i = 0; i < 3; i++) {
-        p = range_lock(d.dev, d.h, VIDMM_LOCK_READ_ONLY);
-        const size_t res = t_resident_pages(p, d.ln);
+        const size_t res = read_round(&d, true, (uint32_t)i);
         cr_assert_eq(res, i == 0 ? 0u : pages, "READ_ONLY lock %d: %zu of %zu pages there at once (%s)", i, res,
                      pages, i == 0 ? "lazy" : "eager: the lazy read of everything cost more than eager");
-        const volatile unsigned char *v = p;
-        unsigned char sum = 0;
-        for (size_t o = 0; o < d.ln; o += 64)
-            sum ^= v[o]; /* every page read */
-        cr_assert_eq(t_resident_pages(p, d.ln), pages, "READ_ONLY lock %d (sum %u): not every page read", i, sum);
-        t_unlock(d.dev, d.h);
     }
     cr_assert(track_round(&d, false, 1), "the writable lock ending the wait went untracked (a probe) where the "
                                          "tracking's history is sparse");
     p = range_lock(d.dev, d.h, 0);
     cr_assert_eq(t_resident_pages(p, d.ln), 0u, "the lock after a sparse verdict is not lazy");
     t_unlock(d.dev, d.h);
+    disc_close(&d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The lazy history's waits (lock.c range_want_lazy(), range_note_eager(), range_open()), seen
+ * through what each lock's view holds at once (none of it: lazy; all of it: eager) and the
+ * range's history fields (struct vm_range). The pattern: a lazy READ_ONLY lock that reads
+ * everything costs more than the eager untiling (range_note_lazy()), so the next locks wait
+ * eager - 2, then 4, 8 ... 16 locks (hist_backoff) - before one probes again; READ_ONLY locks
+ * make the wait's eager locks (no write-watch: no verdict of theirs), and a writable lock ends
+ * it as an eager probe (hist_probe: its write-watch's count is the verdict).
+ * ------------------------------------------------------------------------------------------- */
+
+/* A copy of the range d->h holds, taken under the device mutex (its histories). */
+static struct vm_range range_now(struct disc *d)
+{
+    int id;
+    (void)instance_of(d->dev, d->h, &id);
+    cr_assert(id >= 0 && (uint32_t)id < d->dev->nranges, "allocation 0x%llx holds no range",
+              (unsigned long long)d->h);
+    pthread_mutex_lock(&d->dev->mu);
+    const struct vm_range r = d->dev->ranges[id];
+    pthread_mutex_unlock(&d->dev->mu);
+    return r;
+}
+
+/* The allocation's first lock, READ_ONLY (lazy: nothing known) and reading everything (dense),
+ * then the wait it starts: 2 eager READ_ONLY locks, none read. */
+static void wait_begin(struct disc *d)
+{
+    const size_t pages = d->ln / PAGE;
+    cr_assert_eq(read_round(d, true, 0), 0u, "the first (READ_ONLY) lock of an allocation is not lazy");
+    for (uint32_t i = 0; i < 2; i++) {
+        const size_t res = read_round(d, false, 1 + i);
+        cr_assert_eq(res, pages, "eager lock %u of 2 after a lazy read of everything: %zu of %zu pages there at once",
+                     i + 1, res, pages);
+    }
+    const struct vm_range r = range_now(d);
+    cr_assert(r.hist_backoff == 2 && r.hist_skip == 0, "the first wait: back-off %u, %u eager locks to go",
+              r.hist_backoff, r.hist_skip);
+}
+
+/* An eager probe's verdict - the pages its write-watch saw written - is a guess at what a lazy
+ * lock costs (what the lock reads is not seen): the lazy lock it lets through does not reset
+ * the back-off, so a writer that reads everything and writes little waits 2, then 4 eager locks
+ * (not 2 again). A lazy lock's own measured cost does reset it: the wait after it is 2. */
+Test(lazy, eager_probe_guess_keeps_the_lazy_backoff)
+{
+    require_lazy();
+    require_anon_watch();
+    struct disc d;
+    reuse_open(&d, true);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 91);
+    const size_t pages = d.ln / PAGE;
+    wait_begin(&d);
+    /* The writable lock ending the wait: an eager probe that writes one page. */
+    unsigned char *p = range_lock(d.dev, d.h, 0);
+    cr_assert_eq(t_resident_pages(p, d.ln), pages, "the writable lock ending the wait is not eager");
+    p[PAGE + 17] = (unsigned char)(p[PAGE + 17] + 1);
+    const unsigned char put = p[PAGE + 17];
+    t_unlock(d.dev, d.h);
+    disc_linear_of(&d, d.h);
+    cr_assert_eq(d.buf[PAGE + 17], put, "the probe's written byte did not come back");
+    struct vm_range r = range_now(&d);
+    cr_assert(r.hist_guess && !r.hist_probe && r.hist_cost < d.ln, "the probe's verdict: guess %d, probe %d, cost "
+              "%llu (view %zu)", r.hist_guess, r.hist_probe, (unsigned long long)r.hist_cost, d.ln);
+    /* Lazy (the guess is sparse), reading everything again: dense. */
+    cr_assert_eq(read_round(&d, true, 3), 0u, "the lock after a sparse probe is not lazy");
+    const uint32_t kept = range_now(&d).hist_backoff;
+    uint32_t eager = 0;
+    while (read_round(&d, false, 4 + eager) == pages)
+        cr_assert_lt(++eager, 20u, "the wait never ended");
+    cr_assert_eq(eager, 4u, "the wait after a lazy lock an eager probe's guess let through was %u eager locks, not "
+                 "4 (the back-off was %u after that lazy lock: the guess reset it)", eager, kept);
+    cr_assert_eq(kept, 2u);
+    /* The wait ended with a lazy READ_ONLY probe that read nothing: a lazy lock's own cost,
+     * sparse - the next lock is lazy and the back-off starts again. */
+    cr_assert_eq(read_round(&d, true, 30), 0u, "the lock after a sparse lazy probe is not lazy");
+    r = range_now(&d);
+    cr_assert_eq(r.hist_backoff, 0u, "a lazy lock's measured cost did not reset the back-off (%u)", r.hist_backoff);
+    eager = 0;
+    while (read_round(&d, false, 31 + eager) == pages)
+        cr_assert_lt(++eager, 20u, "the wait never ended");
+    cr_assert_eq(eager, 2u, "the wait after a lazy lock's own sparse cost was %u eager locks, not 2", eager);
+    disc_close(&d);
+}
+
+/* An eager probe that ends a wait but gives no verdict - its write-watch's count never came:
+ * the kernel refused the scan (lock.c retile_written(), range_probe_end()) - leaves hist_probe
+ * set, and the next lock probes lazy (range_want_lazy(): as where no write-watch can probe)
+ * instead of taking the old cost for the verdict and waiting again, twice as long. The refusal
+ * cannot be had on purpose here; it is played by clearing the probe's hist_eager while it is
+ * held, so that its range_note_eager() returns at once - what it recorded is what it would have
+ * recorded without being called. */
+static void probe_without_verdict(struct disc *d)
+{
+    const size_t pages = d->ln / PAGE;
+    wait_begin(d);
+    unsigned char *p = range_lock(d->dev, d->h, 0);
+    cr_assert_eq(t_resident_pages(p, d->ln), pages, "the writable lock ending the wait is not eager");
+    int id;
+    (void)instance_of(d->dev, d->h, &id);
+    pthread_mutex_lock(&d->dev->mu);
+    struct vm_range *rr = &d->dev->ranges[id];
+    const bool probe = rr->hist_probe && rr->hist_eager;
+    const uint64_t cost = rr->hist_cost;
+    rr->hist_eager = false; /* no verdict (above) */
+    pthread_mutex_unlock(&d->dev->mu);
+    cr_assert(probe, "the writable lock ending the wait is not the lazy history's eager probe");
+    p[PAGE + 9] = (unsigned char)(p[PAGE + 9] + 1);
+    t_unlock(d->dev, d->h);
+    const struct vm_range r = range_now(d);
+    cr_assert(r.hist_probe && r.hist_cost == cost && cost >= d->ln, "the probe's end left probe %d, cost %llu "
+              "(before it %llu)", r.hist_probe, (unsigned long long)r.hist_cost, (unsigned long long)cost);
+}
+
+Test(lazy, wait_end_probe_without_a_verdict_probes_lazy_next)
+{
+    require_lazy();
+    require_anon_watch();
+    struct disc d;
+    reuse_open(&d, true);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 92);
+    const size_t pages = d.ln / PAGE;
+    probe_without_verdict(&d);
+    unsigned char *p;
+    struct vm_range r;
+    /* The next lock, writable: a lazy probe. */
+    p = range_lock(d.dev, d.h, 0);
+    const size_t res = t_resident_pages(p, d.ln);
+    r = range_now(&d);
+    p[PAGE + 9] = (unsigned char)(p[PAGE + 9] + 1);
+    const unsigned char put = p[PAGE + 9];
+    t_unlock(d.dev, d.h);
+    cr_assert_eq(res, 0u, "the lock after an eager probe without a verdict is not lazy (%zu of %zu pages there at "
+                 "once; back-off %u, %u eager locks to go): it waited again instead of probing lazy", res, pages,
+                 r.hist_backoff, r.hist_skip);
+    cr_assert(r.hist_backoff == 2 && !r.hist_waiting && !r.hist_probe && !r.hist_eager,
+              "the lazy probe: back-off %u, waiting %d, probe %d, eager %d", r.hist_backoff, r.hist_waiting,
+              r.hist_probe, r.hist_eager);
+    disc_linear_of(&d, d.h);
+    cr_assert_eq(d.buf[PAGE + 9], put, "the lazy probe's written byte did not come back");
+    /* Its own cost is the verdict now: one page written, sparse - the next lock lazy too. */
+    r = range_now(&d);
+    cr_assert(!r.hist_guess && r.hist_cost < d.ln, "the lazy probe's cost %llu (guess %d)",
+              (unsigned long long)r.hist_cost, r.hist_guess);
+    cr_assert_eq(read_round(&d, false, 5), 0u, "the lock after a sparse lazy probe is not lazy");
+    disc_close(&d);
+}
+
+/* A Discard lock takes the eager view without asking the history (range_open()): the flags
+ * the last lock's choice left (hist_eager, hist_probe) are cleared, so that its write-watch's
+ * count - of a lock whose content is undefined, written whole or not - is no verdict: inside a
+ * wait, a Discard lock that writes one page does not cut the wait short (an eager lock that saw
+ * little written would: range_note_eager()); the wait goes on as if it had not been. */
+Test(lazy, discard_lock_leaves_no_history_flags)
+{
+    require_lazy();
+    require_anon_watch();
+    struct disc d;
+    reuse_open(&d, true);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 93);
+    const size_t pages = d.ln / PAGE;
+    cr_assert_eq(read_round(&d, true, 0), 0u, "the first (READ_ONLY) lock of an allocation is not lazy");
+    cr_assert_eq(read_round(&d, false, 1), pages, "eager lock 1 of 2 after a lazy read of everything is not eager");
+    struct vm_range r = range_now(&d);
+    cr_assert(r.hist_eager && r.hist_waiting && r.hist_skip == 1, "eager lock 1 of 2: eager %d, waiting %d, %u to go",
+              r.hist_eager, r.hist_waiting, r.hist_skip);
+    vidmm_handle hi;
+    unsigned char *p = disc_lock(&d, &hi);
+    cr_assert_eq(hi, d.h, "an idle allocation's Discard lock renamed it");
+    r = range_now(&d);
+    const bool eager = r.hist_eager, probe = r.hist_probe;
+    p[PAGE + 33] = 0x6b; /* one page written */
+    t_unlock(d.dev, d.h);
+    disc_linear_of(&d, d.h);
+    cr_assert_eq(d.buf[PAGE + 33], 0x6b, "the Discard lock's written byte did not come back");
+    r = range_now(&d);
+    const size_t res = read_round(&d, false, 2);
+    cr_assert_eq(res, pages, "the lock after a Discard one that wrote one page, inside a wait, is not eager (%zu of "
+                 "%zu pages there at once): the Discard lock's write-watch cut the wait short (sparse %d, %u to go)",
+                 res, pages, r.hist_sparse, r.hist_skip);
+    cr_assert(!eager && !probe, "the Discard lock left the history's flags: eager %d, probe %d", eager, probe);
+    cr_assert_eq(read_round(&d, false, 3), 0u, "the wait of 2 did not end with a lazy probe");
+    disc_close(&d);
+}
+
+/* A Discard lock between an eager probe without a verdict and the next lock does not take the
+ * probe's place: its write-watch gives no verdict either (above), and the missing verdict is
+ * still missing after it - the next lock probes lazy, as it would have without the Discard
+ * lock, instead of starting a wait twice as long (lock.c range_open() keeps hist_probe). */
+Test(lazy, discard_lock_keeps_a_probe_without_a_verdict)
+{
+    require_lazy();
+    require_anon_watch();
+    struct disc d;
+    reuse_open(&d, true);
+    d.h = t_surf_alloc(d.dev, &d.s, d.tiled, 94);
+    const size_t pages = d.ln / PAGE;
+    probe_without_verdict(&d);
+    vidmm_handle hi;
+    unsigned char *p = disc_lock(&d, &hi);
+    cr_assert_eq(hi, d.h, "an idle allocation's Discard lock renamed it");
+    struct vm_range r = range_now(&d);
+    cr_assert(!r.hist_eager, "the Discard lock is the history's eager lock");
+    memset(p, 0x5a, d.ln); /* written whole: a dense verdict, were it one */
+    t_unlock(d.dev, d.h);
+    r = range_now(&d);
+    cr_assert(r.hist_probe, "the Discard lock dropped the earlier probe's missing verdict (probe %d, back-off %u)",
+              r.hist_probe, r.hist_backoff);
+    p = range_lock(d.dev, d.h, 0);
+    const size_t res = t_resident_pages(p, d.ln);
+    r = range_now(&d);
+    t_unlock(d.dev, d.h);
+    cr_assert_eq(res, 0u, "the lock after a Discard lock that followed an eager probe without a verdict is not lazy "
+                 "(%zu of %zu pages there at once; back-off %u, %u eager locks to go)", res, pages, r.hist_backoff,
+                 r.hist_skip);
+    disc_linear_of(&d, d.h);
+    for (size_t i = 0; i < d.ln; i++)
+        if (d.buf[i] != 0x5a)
+            cr_assert_fail("byte %zu is 0x%02x after the Discard lock wrote 0x5a everywhere", i, d.buf[i]);
     disc_close(&d);
 }
