@@ -221,7 +221,8 @@ struct vidmm_location {
 
 /* One paging operation, as DXGKARG_BUILDPAGINGBUFFER carries it (spec 9.3), plus the host
  * pointers a driver model needs to carry it out. Records of this type also make the paging
- * log (vidmm_paging_log_read()). */
+ * log (vidmm_paging_log_read()), whose records have their padding bytes zeroed: they compare
+ * and hash as bytes. */
 struct vidmm_paging_op {
     uint32_t type;              /* enum vidmm_paging_type */
     uint32_t flags;             /* see above */

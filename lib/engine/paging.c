@@ -15,6 +15,7 @@
  * content is as safe as in FIFO order. paging_done stays "every operation up to here has run" (the oldest queued
  * operation's fence less one), which is what every wait in the engine relies on; cls_done
  * tells a paging queue's fence that a higher class's operations ran ahead. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
@@ -117,6 +118,13 @@ static uint32_t builtin(struct vm_pop *p, bool idle)
     }
 }
 
+#define VM_LOC_HOLE (offsetof(struct vidmm_location, segment_address) - sizeof(uint32_t))
+_Static_assert(sizeof(struct vidmm_location) == sizeof(uint32_t) + VM_LOC_HOLE + sizeof(uint64_t),
+               "vidmm_location: a hole other than after segment_id");
+_Static_assert(sizeof(struct vidmm_paging_op) == 12 * sizeof(uint32_t) + 5 * sizeof(uint64_t) +
+                                                     2 * VM_LOC_HOLE + 2 * sizeof(void *),
+               "vidmm_paging_op: a hole other than its locations' (log_op() zeroes those)");
+
 static void log_op(vidmm_device *dev, const struct vidmm_paging_op *op)
 {
     if (!dev->log)
@@ -126,7 +134,14 @@ static void log_op(vidmm_device *dev, const struct vidmm_paging_op *op)
         dev->log_len--;
         dev->st.paging_log_dropped++;
     }
-    dev->log[(dev->log_head + dev->log_len) % dev->log_cap] = *op;
+    /* Its padding zeroed - the 4 bytes after each vidmm_location's segment_id, the record's
+     * only holes (asserted below) - so that records compare and hash as bytes: a struct copy
+     * need not carry padding, and clang's did not (its ASan build: the same operations, logs
+     * whose bytes differed between two devices). */
+    struct vidmm_paging_op *r = &dev->log[(dev->log_head + dev->log_len) % dev->log_cap];
+    *r = *op;
+    memset((char *)&r->src + sizeof(r->src.segment_id), 0, VM_LOC_HOLE);
+    memset((char *)&r->dst + sizeof(r->dst.segment_id), 0, VM_LOC_HOLE);
     dev->log_len++;
 }
 

@@ -240,9 +240,18 @@ ptrdiff_t t_find_diff(const void *a, const void *b, size_t n)
 
 uint64_t t_checksum(const void *p, size_t n)
 {
+    /* FNV-1a over 8-byte words, then the tail's bytes: one load in eight (the sanitizers and
+     * valgrind check each). Each step is a bijection of the word, so any one word that
+     * differs changes the sum, as any one byte did byte by byte. */
     const unsigned char *s = p;
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; i < n; i++)
         h = (h ^ s[i]) * 0x100000001b3ull;
     return h;
 }

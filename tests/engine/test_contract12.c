@@ -13,6 +13,7 @@
  * Issue 12's items 1, 18, 20 and 21 are not engine defects (the swizzle kernels, the swap file,
  * tools/test.sh, valgrind) and have tests elsewhere. */
 #include "t_engine.h"
+#include "t_helpers.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -167,30 +168,9 @@ static void guarded_free(struct guarded *g)
     munmap(g->map, (g->pages + 2) * (size_t)T_PG);
 }
 
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t x = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        x ^= b[i];
-        x *= 1099511628211ull;
-    }
-    return x;
-}
-
-/* First differing byte of two buffers, or -1. */
-static ptrdiff_t first_diff(const void *a, const void *b, size_t n)
-{
-    const unsigned char *x = a, *y = b;
-    for (size_t i = 0; i < n; i++)
-        if (x[i] != y[i])
-            return (ptrdiff_t)i;
-    return -1;
-}
-
 static void expect_bytes(const void *got, const void *want, size_t n, const char *what)
 {
-    ptrdiff_t d = first_diff(got, want, n);
+    ptrdiff_t d = t_find_diff(got, want, n);
     cr_assert_eq(d, -1, "%s: byte %td is 0x%02x, expected 0x%02x (of %zu)", what, d,
                  d >= 0 ? ((const unsigned char *)got)[d] : 0, d >= 0 ? ((const unsigned char *)want)[d] : 0, n);
 }
@@ -1686,7 +1666,7 @@ Test(contract12, d17_sysmem_budget_holds_with_disk_tier)
             d.flags |= VIDMM_ALLOC_PERMANENT_SYSMEM;
         h[i] = t_alloc(dev, &d);
         t_bytes(buf, each, 170 + (uint32_t)i);
-        sum[i] = fnv(buf, each);
+        sum[i] = t_checksum(buf, each);
         t_write(dev, h[i], 0, buf, each); /* content in the backing store first */
         t_resident(dev, h[i], NULL);      /* then in the segment */
     }
@@ -1697,7 +1677,7 @@ Test(contract12, d17_sysmem_budget_holds_with_disk_tier)
                   D17_N, (unsigned long long)(st.sysmem_used / MiB), (unsigned long long)(budget / MiB));
     for (int i = 0; i < D17_N; i++) {
         t_read(dev, h[i], 0, buf, each);
-        cr_assert_eq(fnv(buf, each), sum[i], "allocation %d's content changed (resident, after the trim)", i);
+        cr_assert_eq(t_checksum(buf, each), sum[i], "allocation %d's content changed (resident, after the trim)", i);
     }
 
     /* Round trip: everything evicted (120 MiB of content to system memory and the disk). */
@@ -1709,7 +1689,7 @@ Test(contract12, d17_sysmem_budget_holds_with_disk_tier)
     for (int i = 0; i < D17_N; i++) {
         struct vidmm_residency w;
         t_resident(dev, h[i], &w);
-        cr_assert_eq(fnv(w.cpu, each), sum[i], "allocation %d's content changed (evicted and paged in again)", i);
+        cr_assert_eq(t_checksum(w.cpu, each), sum[i], "allocation %d's content changed (evicted and paged in again)", i);
     }
     T_OK(vidmm_trim_to_budget(dev, true));
     st = t_stats(dev);
@@ -1717,7 +1697,7 @@ Test(contract12, d17_sysmem_budget_holds_with_disk_tier)
                   (unsigned long long)(st.sysmem_used / MiB));
     for (int i = 0; i < D17_N; i++) {
         t_read(dev, h[i], 0, buf, each);
-        cr_assert_eq(fnv(buf, each), sum[i], "allocation %d's content changed (second trim)", i);
+        cr_assert_eq(t_checksum(buf, each), sum[i], "allocation %d's content changed (second trim)", i);
     }
     free(buf);
     vidmm_device_destroy(dev);

@@ -312,11 +312,18 @@ static void for_each_copy(const struct tcase *c, enum vidmm_backend backend, uin
     }
 }
 
-/* Under ThreadSanitizer (5-15x slower) the pool runs 1, 2, 5 and 8 threads, not all of 1..8. */
+/* Under ThreadSanitizer (5-15x slower) the pool runs 2 and 8 threads, not all of 1..8, the
+ * callback 3, and the band recorder 2 and 8: what TSan checks is the threads' accesses, which
+ * every count above one makes (the bytes of every count are checked in the other builds). With
+ * 1, 2, 5, 8 / 1, 3, 8 / 2, 5, 8 this program took 70-85 s of CI's 212 s of TSan tests. */
 #ifdef T_LITE_HARNESS
-#  define POOL_COUNTS(n) ((n) == 1 || (n) == 2 || (n) == 5 || (n) == 8)
+#  define POOL_COUNTS(n) ((n) == 2 || (n) == 8)
+#  define CALLBACK_COUNTS(n) ((n) == 3)
+#  define RECORD_COUNTS(n) ((n) == 2 || (n) == 8)
 #else
 #  define POOL_COUNTS(n) true
+#  define CALLBACK_COUNTS(n) ((n) == 1 || (n) == 3 || (n) == 8)
+#  define RECORD_COUNTS(n) true
 #endif
 
 static void all_layouts(enum vidmm_backend backend, enum mode mode)
@@ -326,7 +333,7 @@ static void all_layouts(enum vidmm_backend backend, enum mode mode)
     t_rng_init(&rng, 0x26);
     for (size_t k = 0; k < N_CASES; k++)
         for (uint32_t n = 1; n <= 8; n++)
-            if (mode == POOL ? POOL_COUNTS(n) : n == 1 || n == 3 || n == 8)
+            if (mode == POOL ? POOL_COUNTS(n) : CALLBACK_COUNTS(n))
                 for_each_copy(&cases[k], backend, n, mode, &rng);
 }
 
@@ -348,7 +355,8 @@ Test(threads, bands_share_no_line, .timeout = T_TIMEOUT)
     t_rng_init(&rng, 0x2626);
     for (size_t k = 0; k < N_CASES; k++)
         for (uint32_t n = 2; n <= 8; n += 3)
-            for_each_copy(&cases[k], VIDMM_BACKEND_AUTO, n, RECORD, &rng);
+            if (RECORD_COUNTS(n))
+                for_each_copy(&cases[k], VIDMM_BACKEND_AUTO, n, RECORD, &rng);
 }
 
 Test(threads, copies_are_cut, .timeout = T_TIMEOUT)
