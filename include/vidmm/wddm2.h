@@ -464,11 +464,18 @@ VIDMM_API int vidmm_paging_queue_wait(vidmm_paging_queue *q, uint64_t fence, uin
  * forbids the lock - see above: '*data' untouched, nothing changed); VIDMM_E_NO_VIDEO_MEMORY or
  * VIDMM_E_CANT_EVICT_PINNED (the move to an aperture found no room: other allocations may
  * have been evicted, this one is where it was); VIDMM_E_NO_MEMORY (no backing store);
- * VIDMM_E_IO (the disk tier could not read it back); VIDMM_E_DEVICE_REMOVED.
+ * VIDMM_E_IO (the disk tier could not read it back); VIDMM_E_TIMEOUT (its paging had not run
+ * after the device's wait_timeout_ns - below: not locked, '*data' untouched, its paging stays
+ * queued); VIDMM_E_DEVICE_REMOVED.
  * Lifetime: '*data' is valid until the Unlock2 that ends the lock, the allocation's destroy or
  * the device's removal, whichever is first.
  * Thread safety: as every device call; it waits for the allocation's paging (and disk
- * read-back) only, never for a submission fence itself. */
+ * read-back) only, never for a submission fence itself - but paging runs in fence order, so
+ * paging queued before the allocation's that waits for the GPU (another allocation's eviction
+ * waiting for it to go idle; a PermanentSysMem copy-back of this one queued behind such an
+ * eviction by the last Unlock2) is waited for too: up to wait_timeout_ns, without limit where
+ * that is 0 (on a device without paging threads, then, only another thread signalling the fence
+ * ends the wait). */
 VIDMM_API int vidmm_wddm2_lock2(vidmm_device *dev, uint32_t process, vidmm_handle h, uint32_t flags, void **data);
 
 /* vidmm_wddm2_unlock2() (D3DKMTUnlock2 / pfnUnlock2Cb) drops one Lock2 reference of 'h'; at 0
