@@ -686,19 +686,34 @@ int vidmm_gpu_access(vidmm_device *dev, vidmm_handle h, uint64_t offset, void *b
             goto out;
     }
     uint8_t *p = vm_content_ptr(dev, a) + offset;
+    /* A range lock's lazy view fills from these bytes on its handler thread: a write holds its
+     * fills off (a fault meanwhile waits), so that the two never touch them at once - the
+     * content the lock shows is undefined then (the GPU wrote a locked surface), the access
+     * is not a race. (Lock order: the device mutex, then the view's - never the device's while
+     * the view's is held; no fill takes the device's.) */
+    struct vmos_lazy *lz = NULL;
     if (write) {
         a->gen++;
         if (a->where == VIDMM_WHERE_SEGMENT || a->where == VIDMM_WHERE_APERTURE)
             a->dirty = true;
+        if (a->range >= 0 && dev->ranges[a->range].a == a && dev->ranges[a->range].lazy_armed)
+            lz = dev->ranges[a->range].lazy;
     }
+    if (lz)
+        vmos_lazy_hold(lz);
     if (n >= VM_ACCESS_UNLOCKED_MIN) {
         /* Issue 16: a large copy with the mutex released (nothing moves 'a' meanwhile), so that
-         * it does not stall other threads' calls on unrelated allocations. */
+         * it does not stall other threads' calls on unrelated allocations. The view's mutex
+         * goes before the device's is taken again. */
         vm_convert_begin(dev, a);
         memcpy(write ? p : buf, write ? buf : p, n);
+        if (lz)
+            vmos_lazy_release(lz);
         vm_convert_end(dev, a);
     } else {
         memcpy(write ? p : buf, write ? buf : p, n);
+        if (lz)
+            vmos_lazy_release(lz);
     }
 out:
     vm_unlock_and_page(dev);

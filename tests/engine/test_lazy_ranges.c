@@ -12,6 +12,7 @@
  * (range_want_track()), and both histories forgotten with the range: an allocation made where a
  * destroyed one was does not inherit them. */
 #include "t_engine.h"
+#include "t_helpers.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -352,6 +353,51 @@ Test(lazy, writes_racing_the_installs)
         cr_assert(big_tiled_is_want(&b), "round %d: a write did not come back (%lu written ahead)", round,
                   rc.ahead_writes);
     }
+    big_close(&b);
+}
+
+/* The GPU may write a surface a CPU lock holds (its content is then undefined, spec 6.3), and
+ * vidmm_gpu_access() plays it: the library's own threads must not race on its bytes - the
+ * lazy view's fills and read-ahead, on the view's handler thread, read the tiled bytes the
+ * write changes. vidmm_gpu_access() holds the view's fills off while it writes (lock.c
+ * range_open(), submit.c). What this checks runs under ThreadSanitizer (tools/test.sh's tsan
+ * preset: a report fails the test); elsewhere it checks that neither side waits for the other
+ * for ever and that the bytes the GPU wrote are there after the unlock. */
+struct gpu_reader {
+    const volatile unsigned char *p;
+    size_t n;
+    unsigned sum;
+};
+
+static void *read_every_page(void *arg)
+{
+    struct gpu_reader *g = arg;
+    for (size_t o = 0; o < g->n; o += PAGE)
+        g->sum += g->p[o];
+    return NULL;
+}
+
+Test(lazy, gpu_writes_while_a_lazy_view_fills)
+{
+    require_lazy();
+    struct big b;
+    big_open(&b, 29);
+    unsigned char *gpu = malloc(b.tn);
+    cr_assert_not_null(gpu);
+    for (int round = 0; round < 3; round++) {
+        struct gpu_reader g = { range_lock(b.dev, b.h, VIDMM_LOCK_READ_ONLY), b.ln, 0 };
+        cr_assert_eq(t_resident_pages((void *)g.p, b.ln), 0u, "round %d: the READ_ONLY lock is not lazy", round);
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, read_every_page, &g), 0);
+        memset(gpu, 0x40 + round, b.tn);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(vidmm_gpu_access(b.dev, b.h, 0, gpu, b.tn, true), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        t_unlock(b.dev, b.h);
+        t_read(b.dev, b.h, 0, b.got, b.tn);
+        cr_assert_eq(t_find_diff(b.got, gpu, b.tn), -1, "round %d: the GPU's write is not in the surface", round);
+    }
+    free(gpu);
     big_close(&b);
 }
 

@@ -676,6 +676,16 @@ void vmos_lazy_quiesce(struct vmos_lazy *v)
     pthread_mutex_unlock(&v->mu);
 }
 
+void vmos_lazy_hold(struct vmos_lazy *v)
+{
+    hold_lock(v);
+}
+
+void vmos_lazy_release(struct vmos_lazy *v)
+{
+    pthread_mutex_unlock(&v->mu);
+}
+
 void vmos_lazy_disarm(struct vmos_lazy *v, struct vmos_lazy_stats *st)
 {
     hold_lock(v); /* waits for a fill in progress, stops the read-ahead */

@@ -104,6 +104,11 @@ int vmos_lazy_written(struct vmos_lazy *v, uint64_t *bitmap, size_t words);
 /* vmos_lazy_quiesce() returns once no fill is in progress, every fill so far ordered before
  * the caller's next steps (it then writes what fills read). */
 void vmos_lazy_quiesce(struct vmos_lazy *v);
+/* vmos_lazy_hold() waits for a fill in progress and keeps every other off (a faulting thread
+ * waits) until vmos_lazy_release(): the caller may write what fills read meanwhile (the GPU's
+ * write of a locked surface, vidmm_gpu_access()). The read-ahead stops. */
+void vmos_lazy_hold(struct vmos_lazy *v);
+void vmos_lazy_release(struct vmos_lazy *v);
 void vmos_lazy_disarm(struct vmos_lazy *v, struct vmos_lazy_stats *st);
 void vmos_lazy_destroy(struct vmos_lazy *v);
 
