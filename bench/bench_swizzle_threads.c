@@ -17,8 +17,9 @@
  *
  * First, memcpy on T threads over memcpy on one: what the machine itself gives.
  * Then the dispatch: the cost of handing a copy to the pool (two threads, a box of 4 KiB) over
- * the same copy on the calling thread, and the sizes where two threads start to win, which is
- * what VIDMM_SWIZZLE_MIN_PARALLEL_BYTES (include/vidmm/swizzle.h) rests on. A standalone
+ * the same copy on the calling thread, and the sizes where two threads start to win; and the
+ * same copies through a plan with the library's measured threshold (min_bytes 0,
+ * lib/kernels/swizzle_plan.c par_way()), which should lose at no size. A standalone
  * program (not a Google Benchmark case); figures are never asserted.
  *
  * usage: bench_swizzle_threads [rounds] [extra thread counts...]   (default 11 rounds) */
@@ -269,47 +270,59 @@ static void memcpy_row(unsigned threads, int rounds, unsigned char *dst, const u
 }
 
 /* dispatch_row() times a copy of 'wb' bytes x 'h' rows of layout 's' on two threads of the pool
- * (min_bytes 1) against the same copy on the calling thread: the median per-call difference and
- * the speed-up. */
+ * (min_bytes 1: always), on a plan of two threads with the library's measured threshold
+ * (min_bytes 0: it learns from its first copies which side is faster; those copies run
+ * untimed first), and on the calling thread: the median per-call difference of the forced
+ * plan, and each plan's speed-up over the calling thread. The measured plan's speed-up is what
+ * the threshold is for: at least about 1 at every size (it never loses much), and the forced
+ * plan's where the threads win. */
 static void dispatch_row(const struct surf *s, uint32_t wb, uint32_t h, bool tile, int rounds, unsigned char *tiled,
                          unsigned char *lin)
 {
     struct vidmm_tile_layout l;
     struct vidmm_surface_desc d;
     describe(s, wb / s->elem, h, &l, &d);
-    vidmm_swizzle_plan *one, *two;
+    vidmm_swizzle_plan *one, *two, *meas;
     if (vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &one) != 0 ||
-        vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &two) != 0)
+        vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &two) != 0 ||
+        vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &meas) != 0)
         abort();
     set_threads(two, 2, 1);
+    set_threads(meas, 2, 0);
     struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
     vidmm_swizzle_plan_info(one, &info);
     const size_t tn = info.tiled_size, ln = info.linear_size;
+    /* The measured plan's learning copies (20 in the library), untimed. */
+    for (int i = 0; i < 22; i++)
+        plan_copy(meas, tile, tiled, tn, lin, ln);
     /* Enough calls for ~5 ms a side. */
     double t0 = now_s();
     plan_copy(one, tile, tiled, tn, lin, ln);
     double once = now_s() - t0;
     unsigned k = (unsigned)(0.005 / (once > 1e-7 ? once : 1e-7)) + 1;
-    double diff[64], ratio[64];
+    double diff[64], ratio[64], mratio[64];
     int n = 0;
+    vidmm_swizzle_plan *const plans[3] = { one, two, meas };
     for (int r = 0; r < rounds && n < 64; r++) {
-        double t[2];
-        for (int side = 0; side < 2; side++) {
-            const int which = (side + r) % 2;
+        double t[3];
+        for (int side = 0; side < 3; side++) {
+            const int which = (side + r) % 3;
             t0 = now_s();
             for (unsigned i = 0; i < k; i++)
-                plan_copy(which ? two : one, tile, tiled, tn, lin, ln);
+                plan_copy(plans[which], tile, tiled, tn, lin, ln);
             t[which] = (now_s() - t0) / k;
         }
         diff[n] = (t[1] - t[0]) * 1e6;
         ratio[n] = t[0] / t[1];
+        mratio[n] = t[0] / t[2];
         n++;
     }
-    printf("%-13s %-9s %8zu bytes  2 threads - 1: %+8.2f us/call  x1T %5.2f\n", s->name, tile ? "swizzle" : "deswizzle",
-           ln, median(diff, n), median(ratio, n));
+    printf("%-13s %-9s %8zu bytes  2 threads - 1: %+8.2f us/call  x1T %5.2f  measured threshold x1T %5.2f\n", s->name,
+           tile ? "swizzle" : "deswizzle", ln, median(diff, n), median(ratio, n), median(mratio, n));
     fflush(stdout);
     vidmm_swizzle_plan_destroy(one);
     vidmm_swizzle_plan_destroy(two);
+    vidmm_swizzle_plan_destroy(meas);
 }
 
 int main(int argc, char **argv)
@@ -337,7 +350,8 @@ int main(int argc, char **argv)
         for (int tile = 1; tile >= 0; tile--)
             for (unsigned c = 0; c < nc; c++)
                 row(&surfs[s], tile, counts[c], rounds, tiled, lin);
-    printf("dispatch: a copy on 2 threads of the pool (min_bytes 1) against the calling thread alone\n");
+    printf("dispatch: a copy on 2 threads of the pool (min_bytes 1), and with the measured threshold (min_bytes 0), against "
+           "the calling thread alone\n");
     /* 8 KiB: two tiles (Intel Y 128 x 64 bytes; block-linear 64 x 256 bytes, two blocks of 16
      * GOBs), one a thread, where the copy costs next to nothing and what is left is the pool's
      * hand-off; then 64 KiB .. 4 MiB. */

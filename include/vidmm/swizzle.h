@@ -330,15 +330,20 @@ struct vidmm_swizzle_threads {
                                            thread takes part); else called once per copy with the
                                            bands, from the copying thread */
     void *parallel_ctx;               /* passed to 'parallel_for' */
-    uint64_t min_bytes;               /* 0: the library's threshold (VIDMM_SWIZZLE_MIN_PARALLEL_BYTES);
-                                         else a copy moving fewer bytes stays on the calling thread,
-                                         and each band moves at least half this */
+    uint64_t min_bytes;               /* 0: the library's threshold, measured: the first twenty
+                                         copies of 256 KiB or more of each kind (layout, element
+                                         size, direction, size class) take the calling thread and
+                                         the threads in turn, timed, and the kind keeps the faster
+                                         (VIDMM_CALIBRATE=0: VIDMM_SWIZZLE_MIN_PARALLEL_BYTES); else a
+                                         copy moving fewer bytes stays on the calling thread, and
+                                         each band moves at least half this */
 };
 #define VIDMM_SWIZZLE_THREADS_INIT { sizeof(struct vidmm_swizzle_threads), 0, NULL, NULL, 0 }
 #define VIDMM_SWIZZLE_MAX_THREADS 256
-/* Copies moving fewer bytes than this run on the calling thread: the pool's hand-off costs
- * 3-12 us a copy on a 2-vCPU Cascade Lake guest, under 10% of a 1 MiB copy (the measurement:
- * lib/kernels/swizzle_plan.c, bands_for()). */
+/* With VIDMM_CALIBRATE=0, copies through a plan of min_bytes 0 moving fewer bytes than this run
+ * on the calling thread: the pool's hand-off costs 3-12 us a copy on a 2-vCPU Cascade Lake guest,
+ * under 10% of a 1 MiB copy (the measurement: lib/kernels/swizzle_plan.c, bands_for()). The
+ * measured threshold replaces it by default (struct vidmm_swizzle_threads, min_bytes). */
 #define VIDMM_SWIZZLE_MIN_PARALLEL_BYTES (1024u * 1024u)
 
 /* vidmm_swizzle_plan_set_threads() sets how the copies through 'plan' use threads ('t' NULL:

@@ -219,6 +219,9 @@ struct vidmm_swz_tune_key {
     uint32_t strategy;
 };
 
+/* vidmm_swz_now_ns() is CLOCK_MONOTONIC in nanoseconds (the measurements' clock). */
+uint64_t vidmm_swz_now_ns(void);
+
 /* vidmm_swz_tune_key_of() is the key of copies of subresource 'm' (of the surface 's') moving
  * 'moved' bytes each. */
 void vidmm_swz_tune_key_of(const struct vidmm_swz_surface *s, const struct vidmm_swz_mip *m, uint64_t moved,

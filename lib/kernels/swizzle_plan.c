@@ -3,6 +3,7 @@
  * subresource resolved once, then copied through many times; the per-thread cache of plans that
  * serves the one-shot box copies; and the public copy calls, thin wrappers over plans. The
  * walks themselves are in swizzle_walk.c, the descriptors in swizzle.c. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "common/internal.h"
@@ -25,12 +26,17 @@ struct vidmm_swizzle_plan {
     vidmm_parallel_for_fn pfor;
     void *pctx;
     uint64_t min_bytes;
+    bool min_auto;                  /* min_bytes 0 asked for: the measured threshold (par_way()) */
     /* Measured walks (vidmm_swizzle_plan_measure(), VIDMM_PLAN_MEASURE): bit 1 << dir set when
      * whole copies in direction 'dir' take tune[dir]; 0 for every other plan. */
     uint8_t tuned;
     uint8_t tune_source;            /* enum vidmm_swizzle_tune_source */
     struct vidmm_swz_tune tune[2];
 };
+
+/* The least a copy moves before the measured threshold (par_way()) considers threads for it; its
+ * bands then move at least half this. */
+#define PAR_AUTO_FLOOR (256u << 10)
 
 static bool ranges_overlap(const void *a, uint64_t na, const void *b, uint64_t nb)
 {
@@ -54,6 +60,7 @@ static int plan_build(const char *call, struct vidmm_swizzle_plan *p, const stru
     p->pfor = NULL;
     p->pctx = NULL;
     p->min_bytes = 0;
+    p->min_auto = false;
     p->tuned = 0;
     p->tune_source = VIDMM_SWIZZLE_TUNE_DEFAULT;
     return 0;
@@ -235,7 +242,8 @@ static void split_box(struct par_ctx *c, const struct vidmm_swz_mip *m, uint32_t
  * bounds the cost rather than marking a crossover. */
 static uint32_t bands_for(const struct vidmm_swizzle_plan *p, uint64_t bytes)
 {
-    const uint64_t per = p->min_bytes / 2 > 0 ? p->min_bytes / 2 : 1;
+    const uint64_t min = p->min_auto && vidmm_option_get(VIDMM_OPT_CALIBRATE) ? PAR_AUTO_FLOOR : p->min_bytes;
+    const uint64_t per = min / 2 > 0 ? min / 2 : 1;
     const uint64_t n = bytes / per, most = (uint64_t)p->threads * PAR_BANDS_PER_THREAD;
     return n < 1 ? 1 : n > most ? (uint32_t)most : (uint32_t)n;
 }
@@ -399,6 +407,179 @@ one:
     return false;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The measured threshold: whether a copy goes on several threads, learnt from the copies
+ * themselves.
+ *
+ * A plan asked for threads with min_bytes 0 (the library's threshold) does not trust a fixed
+ * size: the crossover depends on the machine, the layout and the direction. On this project's
+ * 2-vCPU Zen 3 guest (bench_swizzle_threads 5, "dispatch" rows, 2026-12-08) two threads ran
+ * copies of 1 MiB at 0.63-0.94x the calling thread alone, 2 MiB at 0.70-0.99x and 4 MiB at
+ * 0.84-1.25x, while 64 MiB ran 1.69-1.78x; the fixed 1 MiB (VIDMM_SWIZZLE_MIN_PARALLEL_BYTES)
+ * came from a Cascade Lake guest where nothing up to 4 MiB won. So for each kind of copy - the
+ * layout, element size, direction, backend and strategy, and the size class (floor(log2) of
+ * the bytes moved: struct vidmm_swz_tune_key), with the thread count and job system - the first
+ * 4 x PAR_SAMPLES copies of PAR_AUTO_FLOOR bytes or more take the calling thread alone and the
+ * threads in turn, two copies a side, the second of each two timed; then the kind keeps the
+ * faster side: the threads only when the median of the pairs' ratios says they are PAR_MIN_GAIN
+ * faster (they cost CPUs others could use). Timing every copy and alternating one by one
+ * (each sample right after the other side's copy) missed the threads' win at 2 MiB of
+ * block-linear swizzle in 3 runs of 3 (1.18-1.23x forced, bench_swizzle_threads). Nothing is copied for the
+ * measurement, and both sides write the same bytes. Process-wide (every plan of a kind learns
+ * from the others' copies), PAR_KINDS kinds, the oldest replaced. VIDMM_CALIBRATE=0 keeps the
+ * fixed threshold (the tests that count bands rely on it).
+ * ------------------------------------------------------------------------------------------- */
+#define PAR_SAMPLES 5
+#define PAR_MIN_GAIN 1.05
+#define PAR_KINDS 64
+
+enum par_way { PAR_ONE, PAR_MANY, PAR_TIME_ONE, PAR_TIME_MANY };
+
+struct par_kind {
+    struct vidmm_swz_tune_key key;
+    uint32_t threads;
+    bool pfor;                       /* the caller's job system (else the pool) */
+    uint8_t phase;                   /* learning copies handed out (par_way()) */
+    uint8_t n[2];                    /* samples taken: alone, on the threads */
+    uint8_t verdict;                 /* 0 measuring, 1 alone, 2 the threads */
+    uint32_t gen;                    /* which occupant of the slot the samples belong to */
+    uint64_t t[2][PAR_SAMPLES];      /* the samples of each side (ns), in the order taken */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct par_kind kind[PAR_KINDS];
+    unsigned count, next;
+    uint32_t gen;
+} par_table = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* A sample to report: the slot, its occupant, the side. */
+struct par_ticket {
+    unsigned slot;
+    uint32_t gen;
+    unsigned side, index;
+};
+
+/* par_way() decides how a copy of 'moved' bytes of subresource 'm' in direction 'dir' through
+ * plan 'p' (threads > 1) runs, and for a sample fills '*tk'. */
+static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
+                            enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t moved,
+                            struct par_ticket *tk)
+{
+    if (!p->min_auto || !vidmm_option_get(VIDMM_OPT_CALIBRATE))
+        return moved >= p->min_bytes ? PAR_MANY : PAR_ONE;
+    if (moved < PAR_AUTO_FLOOR)
+        return PAR_ONE;
+    struct vidmm_swz_tune_key k;
+    vidmm_swz_tune_key_of(&p->s, m, moved, dir, backend, strategy, &k);
+    pthread_mutex_lock(&par_table.lock);
+    unsigned i = 0;
+    for (; i < par_table.count; i++) {
+        const struct par_kind *e = &par_table.kind[i];
+        if (e->threads == p->threads && e->pfor == (p->pfor != NULL) && memcmp(&e->key, &k, sizeof(k)) == 0)
+            break;
+    }
+    if (i == par_table.count) {
+        if (par_table.count < PAR_KINDS) {
+            par_table.count++;
+        } else {
+            i = par_table.next;
+            par_table.next = (par_table.next + 1) % PAR_KINDS;
+        }
+        par_table.kind[i] = (struct par_kind){ .key = k, .threads = p->threads, .pfor = p->pfor != NULL,
+                                               .gen = ++par_table.gen };
+    }
+    struct par_kind *e = &par_table.kind[i];
+    enum par_way way;
+    if (e->verdict != 0) {
+        way = e->verdict == 2 ? PAR_MANY : PAR_ONE;
+    } else if (e->phase >= 4 * PAR_SAMPLES) {
+        way = PAR_ONE; /* every sample handed out, some not back yet */
+    } else {
+        /* Two copies a side in turn, the second timed: each sample follows a copy of its own
+         * side (as the benchmarks time a side after itself), not the other side's stores. */
+        const unsigned c = e->phase++, side = (c >> 1) & 1;
+        if ((c & 1) == 0) {
+            way = side ? PAR_MANY : PAR_ONE;
+        } else {
+            tk->slot = i;
+            tk->gen = e->gen;
+            tk->side = side;
+            tk->index = c >> 2;
+            way = side ? PAR_TIME_MANY : PAR_TIME_ONE;
+        }
+    }
+    pthread_mutex_unlock(&par_table.lock);
+    return way;
+}
+
+/* par_report() records a sample of 'ns' (side tk->side), or with 'one_band' that the threads
+ * cannot take the kind (its copies are one band): it stays on the calling thread. */
+static void par_report(const struct par_ticket *tk, uint64_t ns, bool one_band)
+{
+    pthread_mutex_lock(&par_table.lock);
+    struct par_kind *e = &par_table.kind[tk->slot];
+    if (e->gen == tk->gen && e->verdict == 0) {
+        if (one_band) {
+            e->verdict = 1;
+        } else if (e->n[tk->side] < PAR_SAMPLES) {
+            e->t[tk->side][tk->index] = ns > 0 ? ns : 1;
+            e->n[tk->side]++;
+            if (e->n[0] == PAR_SAMPLES && e->n[1] == PAR_SAMPLES) {
+                /* Sample i of each side were taken one after the other: the median of their
+                 * ratios (a copy slowed by something else spoils one pair, not the verdict). */
+                double r[PAR_SAMPLES];
+                for (unsigned i = 0; i < PAR_SAMPLES; i++) {
+                    const double v = (double)e->t[0][i] / (double)e->t[1][i];
+                    unsigned j = i;
+                    for (; j > 0 && r[j - 1] > v; j--)
+                        r[j] = r[j - 1];
+                    r[j] = v;
+                }
+                e->verdict = r[PAR_SAMPLES / 2] > PAR_MIN_GAIN ? 2 : 1;
+            }
+        }
+    }
+    pthread_mutex_unlock(&par_table.lock);
+}
+
+/* sub_run() copies box 'b' of a subresource plan on the calling thread. */
+static void sub_run(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b, unsigned char *tiled,
+                    unsigned char *linear, size_t rp, size_t sp, enum vidmm_backend backend,
+                    enum vidmm_strategy strategy, enum vidmm_swz_dir dir, uint64_t moved, bool tuned)
+{
+    if (tuned)
+        vidmm_swz_run_tuned(&p->m, b, tiled, linear, rp, sp, dir, backend, strategy, moved, &p->tune[dir]);
+    else
+        vidmm_swz_run(&p->m, b, tiled, linear, rp, sp, dir, backend, strategy, moved);
+}
+
+/* sub_copy() copies box 'b' of a subresource plan, on its threads where par_way() says so. */
+static void sub_copy(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b, unsigned char *tiled,
+                     unsigned char *linear, size_t rp, size_t sp, enum vidmm_backend backend,
+                     enum vidmm_strategy strategy, enum vidmm_swz_dir dir, uint64_t moved, bool tuned)
+{
+    if (p->threads > 1) {
+        struct par_ticket tk;
+        const enum par_way way = par_way(p, &p->m, dir, backend, strategy, moved, &tk);
+        if (way == PAR_MANY && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned))
+            return;
+        if (way == PAR_TIME_MANY) {
+            const uint64_t t0 = vidmm_swz_now_ns();
+            const bool many = par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned);
+            par_report(&tk, vidmm_swz_now_ns() - t0, !many);
+            if (many)
+                return;
+        } else if (way == PAR_TIME_ONE) {
+            const uint64_t t0 = vidmm_swz_now_ns();
+            sub_run(p, b, tiled, linear, rp, sp, backend, strategy, dir, moved, tuned);
+            par_report(&tk, vidmm_swz_now_ns() - t0, false);
+            return;
+        }
+    }
+    sub_run(p, b, tiled, linear, rp, sp, backend, strategy, dir, moved, tuned);
+}
+
 /* copy_sub_tuned() runs a checked subresource copy of a measured plan (copy_sub()): its walk
  * for whole-subresource copies in a measured direction, the default walk otherwise. */
 static __attribute__((noinline)) int copy_sub_tuned(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b,
@@ -410,12 +591,7 @@ static __attribute__((noinline)) int copy_sub_tuned(const struct vidmm_swizzle_p
     const struct vidmm_swz_mip *mp = &p->m;
     const bool tuned = (p->tuned >> dir & 1) != 0 && (b->x | b->y | b->z) == 0 && b->width == mp->w &&
                        b->height == mp->h && b->depth == mp->d;
-    if (p->threads > 1 && moved >= p->min_bytes && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned))
-        return 0;
-    if (tuned)
-        vidmm_swz_run_tuned(mp, b, tiled, linear, rp, sp, dir, backend, strategy, moved, &p->tune[dir]);
-    else
-        vidmm_swz_run(mp, b, tiled, linear, rp, sp, dir, backend, strategy, moved);
+    sub_copy(p, b, tiled, linear, rp, sp, backend, strategy, dir, moved, tuned);
     return 0;
 }
 
@@ -467,31 +643,22 @@ static int copy_sub(const char *call, const struct vidmm_swizzle_plan *p, const 
     if (VIDMM_UNLIKELY(p->tuned != 0))
         return copy_sub_tuned(p, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, backend, strategy, dir,
                               moved);
-    if (p->threads > 1 && moved >= p->min_bytes && par_sub(p, &b, tiled, linear, row_pitch,
-                                                           b.depth > 1 ? slice_pitch : 0, dir, moved, false))
+    if (p->threads > 1) {
+        sub_copy(p, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, backend, strategy, dir, moved,
+                 false);
         return 0;
+    }
     vidmm_swz_run(mp, &b, tiled, linear, row_pitch, b.depth > 1 ? slice_pitch : 0, dir, backend, strategy, moved);
     return 0;
 }
 
-/* copy_whole() tiles or untiles every layer and mip. Everything is checked before the first
- * byte moves, so that an error leaves both buffers as they were. */
-static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsigned char *tiled, size_t tiled_size,
-                      unsigned char *linear, size_t linear_size, enum vidmm_backend backend,
-                      enum vidmm_strategy strategy, enum vidmm_swz_dir dir)
+/* whole_run() copies every layer and mip of a whole-surface plan on the calling thread. */
+static int whole_run(const struct vidmm_swizzle_plan *p, unsigned char *tiled, unsigned char *linear,
+                     enum vidmm_backend backend, enum vidmm_strategy strategy, enum vidmm_swz_dir dir)
 {
     struct vidmm_swz_mip m;
     int err;
 
-    if (tiled == NULL || linear == NULL || tiled_size < p->total || linear_size < p->lin ||
-        !vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, linear_size))
-        return refuse_buffers(call, tiled, tiled_size, p->total, linear, linear_size, p->lin);
-    if (ranges_overlap(tiled, p->total, linear, p->lin))
-        return vidmm_swz_refuse(VIDMM_E_OVERLAP, call, "tiled, linear", "%p + %llu and %p + %llu overlap "
-                                "(spec swizzle.h)", (void *)tiled, (unsigned long long)p->total, (void *)linear,
-                                (unsigned long long)p->lin);
-    if (p->threads > 1 && p->lin >= p->min_bytes && par_whole(p, tiled, linear, dir))
-        return 0;
     for (uint32_t layer = 0; layer < p->s.layers; layer++) {
         for (uint32_t mip = 0; mip < p->s.mips; mip++) {
             if ((err = vidmm_swz_prepare(&p->s, p->fam, mip, layer, &m)) < 0)
@@ -507,6 +674,43 @@ static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsi
     }
     return 0;
 }
+
+/* copy_whole() tiles or untiles every layer and mip. Everything is checked before the first
+ * byte moves, so that an error leaves both buffers as they were. */
+static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsigned char *tiled, size_t tiled_size,
+                      unsigned char *linear, size_t linear_size, enum vidmm_backend backend,
+                      enum vidmm_strategy strategy, enum vidmm_swz_dir dir)
+{
+    int err;
+
+    if (tiled == NULL || linear == NULL || tiled_size < p->total || linear_size < p->lin ||
+        !vidmm_range_ok(tiled, tiled_size) || !vidmm_range_ok(linear, linear_size))
+        return refuse_buffers(call, tiled, tiled_size, p->total, linear, linear_size, p->lin);
+    if (ranges_overlap(tiled, p->total, linear, p->lin))
+        return vidmm_swz_refuse(VIDMM_E_OVERLAP, call, "tiled, linear", "%p + %llu and %p + %llu overlap "
+                                "(spec swizzle.h)", (void *)tiled, (unsigned long long)p->total, (void *)linear,
+                                (unsigned long long)p->lin);
+    if (p->threads > 1) {
+        struct par_ticket tk;
+        const enum par_way way = par_way(p, &p->m, dir, backend, strategy, p->lin, &tk);
+        if (way == PAR_MANY && par_whole(p, tiled, linear, dir))
+            return 0;
+        if (way == PAR_TIME_MANY) {
+            const uint64_t t0 = vidmm_swz_now_ns();
+            const bool many = par_whole(p, tiled, linear, dir);
+            par_report(&tk, vidmm_swz_now_ns() - t0, !many);
+            if (many)
+                return 0;
+        } else if (way == PAR_TIME_ONE) {
+            const uint64_t t0 = vidmm_swz_now_ns();
+            err = whole_run(p, tiled, linear, backend, strategy, dir);
+            par_report(&tk, vidmm_swz_now_ns() - t0, false);
+            return err;
+        }
+    }
+    return whole_run(p, tiled, linear, backend, strategy, dir);
+}
+
 
 /* ---------------------------------------------------------------------------------------------
  * The per-thread cache of plans behind the one-shot box copies.
@@ -931,6 +1135,7 @@ int vidmm_swizzle_plan_set_threads(vidmm_swizzle_plan *plan, const struct vidmm_
         plan->pfor = NULL;
         plan->pctx = NULL;
         plan->min_bytes = 0;
+        plan->min_auto = false;
         return 0;
     }
     if (t->size < THREADS_V0_SIZE)
@@ -943,6 +1148,7 @@ int vidmm_swizzle_plan_set_threads(vidmm_swizzle_plan *plan, const struct vidmm_
     plan->pfor = t->parallel_for;
     plan->pctx = t->parallel_ctx;
     plan->min_bytes = t->min_bytes != 0 ? t->min_bytes : VIDMM_SWIZZLE_MIN_PARALLEL_BYTES;
+    plan->min_auto = t->min_bytes == 0;
     return 0;
 }
 

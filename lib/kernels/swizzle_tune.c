@@ -184,12 +184,13 @@ bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_
 #define TUNE_MIN_GAIN 1.05
 #define TUNE_MIN_GAIN_COLD 1.10
 
-static uint64_t now_ns(void)
+uint64_t vidmm_swz_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
+#define now_ns vidmm_swz_now_ns
 
 struct scratch {
     struct vidmm_swz_surface s;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "t_helpers.h"
 #include "vidmm/swizzle.h"
+#include "vidmm/vidmm.h"
 
 #define T_TIMEOUT 600
 #define POISON 0x5a
@@ -407,6 +408,70 @@ Test(threads, small_copies_stay_on_the_caller, .timeout = T_TIMEOUT)
     free(tiled);
     free(lin);
     vidmm_swizzle_plan_destroy(plan);
+}
+
+
+/* The measured threshold (lib/kernels/swizzle_plan.c par_way()): a plan of threads with
+ * min_bytes 0 learns from its first copies of a kind whether the threads pay. A block-linear
+ * surface of 512 KiB - above the least size the measurement considers (256 KiB), below the fixed
+ * threshold (1 MiB). 'calibrate': VIDMM_CALIBRATE. Returns the job system's calls during copies
+ * 1-20 and 21-30 in '*learning' and '*after'; every copy's bytes are the first one's. */
+static void threshold_copies(bool calibrate, unsigned *learning, unsigned *after)
+{
+    cr_assert_eq(vidmm_option_set(VIDMM_OPT_CALIBRATE, calibrate ? 1 : 0), 0);
+    const struct tcase c = { "bl_512k", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 512, 256, 1, 4, 1, 1, false };
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(&c, &l, &s);
+    vidmm_swizzle_plan *plan;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan), 0);
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    t.threads = 4;
+    t.parallel_for = js_parallel_for;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    size_t tn = 0;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &tn), 0);
+    const size_t ln = (size_t)512 * 256 * 4;
+    unsigned char *tiled = xalloc(tn), *want = xalloc(tn), *lin = xalloc(ln);
+    for (size_t i = 0; i < ln; i++)
+        lin[i] = (unsigned char)(i * 7 + 3);
+    for (int k = 0; k < 30; k++) {
+        const unsigned before = atomic_load(&js_calls);
+        memset(tiled, POISON, tn);
+        cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, ln, 0, 0), 0);
+        const unsigned called = atomic_load(&js_calls) - before;
+        cr_assert_leq(called, 1, "copy %d called the job system %u times", k + 1, called);
+        *(k < 20 ? learning : after) += called;
+        if (k == 0)
+            memcpy(want, tiled, tn);
+        else
+            cr_assert_eq(memcmp(want, tiled, tn), 0, "copy %d (%s) wrote other bytes than copy 1", k + 1,
+                         called ? "on the threads" : "alone");
+    }
+    free(tiled);
+    free(want);
+    free(lin);
+    vidmm_swizzle_plan_destroy(plan);
+}
+
+/* Calibrated: the twenty learning copies take the sides two by two, alone first (ten on the
+ * threads); then the kind keeps one side for every copy. */
+Test(threads, measured_threshold_learns_then_keeps_one_side, .timeout = T_TIMEOUT)
+{
+    unsigned learning = 0, after = 0;
+    threshold_copies(true, &learning, &after);
+    cr_expect_eq(learning, 10, "the learning copies went %u times of 20 to the threads, not 10", learning);
+    cr_expect(after == 0 || after == 10, "after learning, %u of 10 copies went to the threads (not all or none)",
+              after);
+}
+
+/* VIDMM_CALIBRATE=0: the fixed threshold (1 MiB): a 512 KiB copy never goes to the threads. */
+Test(threads, uncalibrated_threshold_is_fixed, .timeout = T_TIMEOUT)
+{
+    unsigned learning = 0, after = 0;
+    threshold_copies(false, &learning, &after);
+    cr_expect_eq(learning + after, 0, "%u of 30 copies of 512 KiB went to the threads below the 1 MiB threshold",
+                 learning + after);
 }
 
 /* ---------------------------------------------------------------------------------------------
