@@ -12,7 +12,8 @@
  *     rows and slices are never written;
  *   - where the independent model of tests/swizzle/ref_model.c covers the surface, the tiled
  *     sizes agree and the scalar swizzle puts each byte of a small box where the model says;
- *   - the same call through a swizzle plan gives the same code and bytes.
+ *   - the same call through a swizzle plan gives the same code and bytes, and so does the plan
+ *     on threads (the pool or a caller's job system; every copy cut, or the measured threshold).
  *
  * Input layout (missing bytes read as 0; see corpus/swizzle/ for examples):
  *    0 tiling (mod 11: 10 is out of range)     1 flags            2 block height selector
@@ -30,7 +31,9 @@
  *   36..115 equation terms, 2 per address bit, 2 bytes each (channel mod 5, bit mod 34); for a
  *           built equation the same bytes drive build_equation()
  *   116 tiled buffer size: 0-191 exact, else that many bytes short (192-223) or over (224-255)
- *   117 linear buffer size, the same way     118 bit 0: buffers start at their guard page
+ *   117 linear buffer size, the same way     118 bit 0: buffers start at their guard page;
+ *   bit 1: the plan's copy on threads too, bits 2-3 how many (2 + n % 3), bit 4 the measured
+ *   threshold (min_bytes 0, else 1), bit 5 a caller's job system (else the pool)
  *   the rest seeds the data. */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -71,6 +74,14 @@ static uint32_t take16(struct producer *d)
 {
     uint32_t lo = take8(d);
     return lo | take8(d) << 8;
+}
+
+/* A caller's job system: every band on this thread, the last first. */
+static void reverse_for(void *ctx, uint32_t count, void (*job)(void *arg, uint32_t index), void *arg)
+{
+    (void)ctx;
+    for (uint32_t i = count; i-- > 0;)
+        job(arg, i);
 }
 
 #define FUZZ_CHECK(cond, ...)                                           \
@@ -223,6 +234,7 @@ struct call {
     enum vidmm_strategy strategy;
     bool at_end;
     uint64_t seed;
+    uint32_t threads;              /* byte 118 bits 1-5: the plan's copy on threads (below) */
 };
 
 static int do_call(const struct call *c, bool tile, enum vidmm_backend b, unsigned char *tiled,
@@ -312,6 +324,28 @@ static int run_all(const struct call *c, bool tile, const unsigned char *src, co
     size_t i = first_diff(db.p, want, dst_n);
     FUZZ_CHECK(i == dst_n, "%s through a plan: destination byte %zu differs", what, i);
     FUZZ_CHECK(memcmp(sb.p, src, src_n) == 0, "%s through a plan wrote its source", what);
+    /* And on threads (byte 118 bit 1): 2-4 of them (bits 2-3), the library's pool or (bit 5) a job
+     * system of the caller's that runs the bands in reverse order on this thread; min_bytes 1
+     * (every copy cut into bands) or (bit 4) 0 (the measured threshold: a kind's copies of 256 KiB and
+     * more learn which side is faster, the process-wide table carrying over from input to
+     * input, so a run reaches both sides). The same code and bytes. */
+    if (rc == 0 && (c->threads & 1) != 0) {
+        struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+        t.threads = 2 + (c->threads >> 1 & 3) % 3;
+        t.min_bytes = (c->threads >> 3 & 1) ? 0 : 1;
+        if ((c->threads >> 4) & 1)
+            t.parallel_for = reverse_for;
+        FUZZ_CHECK(vidmm_swizzle_plan_set_threads(plan, &t) == 0, "%s: set_threads refused", what);
+        memcpy(db.p, dst0, dst_n);
+        rc = tile ? vidmm_swizzle_plan_swizzle(plan, c->box, db.p, dst_n, sb.p, src_n, rp, sp)
+                  : vidmm_swizzle_plan_deswizzle(plan, c->box, sb.p, src_n, db.p, dst_n, rp, sp);
+        FUZZ_CHECK(rc == want_rc, "%s through a plan on %u threads returned %d, the call %d", what, t.threads, rc,
+                   want_rc);
+        i = first_diff(db.p, want, dst_n);
+        FUZZ_CHECK(i == dst_n, "%s through a plan on %u threads (min_bytes %llu): destination byte %zu differs", what,
+                   t.threads, (unsigned long long)t.min_bytes, i);
+        FUZZ_CHECK(memcmp(sb.p, src, src_n) == 0, "%s through a plan on threads wrote its source", what);
+    }
     gbuf_fini(&sb);
     gbuf_fini(&db);
     vidmm_swizzle_plan_destroy(plan);
@@ -557,7 +591,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const bool roundtrip = layout.tiling != VIDMM_TILING_EQUATION || built;
 
     struct call c = { &layout, &surf, mip, layer, NULL, false, 0, 0, (size_t)lin_size, 0, 0, strategy,
-                      !(place & 1), seed };
+                      !(place & 1), seed, place >> 1 };
     if (rs == 0 && surf.element_bytes > 0) {
         struct vidmm_box box;
         if (null_box) {
