@@ -472,7 +472,11 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
         return PAR_ONE;
     struct vidmm_swz_tune_key k;
     vidmm_swz_tune_key_of(&p->s, m, moved, dir, backend, strategy, &k);
-    pthread_mutex_lock(&par_table.lock);
+    /* Never waited for: a copy that finds the table busy (another thread's copy in it, or a
+     * fork() child whose parent held it) takes the fixed threshold, and a sample not recorded
+     * is taken again later. */
+    if (pthread_mutex_trylock(&par_table.lock) != 0)
+        return moved >= p->min_bytes ? PAR_MANY : PAR_ONE;
     unsigned i = 0;
     for (; i < par_table.count; i++) {
         const struct par_kind *e = &par_table.kind[i];
@@ -491,10 +495,16 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
     }
     struct par_kind *e = &par_table.kind[i];
     enum par_way way;
+    if (e->verdict == 0 && e->phase >= 4 * PAR_SAMPLES) {
+        /* Every sample handed out and some never came back (a report that found the table
+         * busy, or a copy still running on another thread): learn again, the samples still out
+         * no longer counted. */
+        e->phase = 0;
+        e->n[0] = e->n[1] = 0;
+        e->gen = ++par_table.gen;
+    }
     if (e->verdict != 0) {
         way = e->verdict == 2 ? PAR_MANY : PAR_ONE;
-    } else if (e->phase >= 4 * PAR_SAMPLES) {
-        way = PAR_ONE; /* every sample handed out, some not back yet */
     } else {
         /* Two copies a side in turn, the second timed: each sample follows a copy of its own
          * side (as the benchmarks time a side after itself), not the other side's stores. */
@@ -517,7 +527,8 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
  * cannot take the kind (its copies are one band): it stays on the calling thread. */
 static void par_report(const struct par_ticket *tk, uint64_t ns, bool one_band)
 {
-    pthread_mutex_lock(&par_table.lock);
+    if (pthread_mutex_trylock(&par_table.lock) != 0)
+        return;
     struct par_kind *e = &par_table.kind[tk->slot];
     if (e->gen == tk->gen && e->verdict == 0) {
         if (one_band) {

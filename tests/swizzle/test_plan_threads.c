@@ -465,6 +465,65 @@ Test(threads, measured_threshold_learns_then_keeps_one_side, .timeout = T_TIMEOU
               after);
 }
 
+/* The threshold's table from several threads at once (ThreadSanitizer's build checks the
+ * races): four threads, thirty copies each through one measured plan, every copy's bytes the
+ * one-thread copy's. */
+struct thr_copier {
+    vidmm_swizzle_plan *plan;
+    const unsigned char *lin, *want;
+    size_t tn, ln;
+    int bad;
+};
+
+static void *thr_copy_loop(void *arg)
+{
+    struct thr_copier *c = arg;
+    unsigned char *tiled = xalloc(c->tn);
+    for (int k = 0; k < 30; k++) {
+        memset(tiled, POISON, c->tn);
+        if (vidmm_swizzle_plan_swizzle(c->plan, NULL, tiled, c->tn, c->lin, c->ln, 0, 0) != 0 ||
+            memcmp(tiled, c->want, c->tn) != 0)
+            c->bad++;
+    }
+    free(tiled);
+    return NULL;
+}
+
+Test(threads, measured_threshold_from_many_threads, .timeout = T_TIMEOUT)
+{
+    cr_assert_eq(vidmm_option_set(VIDMM_OPT_CALIBRATE, 1), 0);
+    const struct tcase c = { "bl_512k", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 512, 256, 1, 4, 1, 1, false };
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(&c, &l, &s);
+    vidmm_swizzle_plan *plan;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan), 0);
+    size_t tn = 0;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &tn), 0);
+    const size_t ln = (size_t)512 * 256 * 4;
+    unsigned char *want = xalloc(tn), *lin = xalloc(ln);
+    for (size_t i = 0; i < ln; i++)
+        lin[i] = (unsigned char)(i * 13 + 5);
+    memset(want, POISON, tn);
+    cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, want, tn, lin, ln, 0, 0), 0); /* one thread */
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    t.threads = 2;
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    struct thr_copier cp[4];
+    pthread_t tid[4];
+    for (int i = 0; i < 4; i++) {
+        cp[i] = (struct thr_copier){ plan, lin, want, tn, ln, 0 };
+        cr_assert_eq(pthread_create(&tid[i], NULL, thr_copy_loop, &cp[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(tid[i], NULL);
+        cr_expect_eq(cp[i].bad, 0, "thread %d: %d of 30 copies failed or differed", i, cp[i].bad);
+    }
+    free(want);
+    free(lin);
+    vidmm_swizzle_plan_destroy(plan);
+}
+
 /* VIDMM_CALIBRATE=0: the fixed threshold (1 MiB): a 512 KiB copy never goes to the threads. */
 Test(threads, uncalibrated_threshold_is_fixed, .timeout = T_TIMEOUT)
 {
