@@ -397,12 +397,17 @@ VIDMM_API void vidmm_thread_pool_shutdown(void);
  * file; VIDMM_SWIZZLE_TUNE_FILE (vidmm_option_set_string(VIDMM_OPT_SWIZZLE_TUNE_FILE)) names a
  * file the first measured plan loads, and `vidmm-info --tune-write FILE` measures the common
  * kinds on this machine and writes one. The format, one winner a line:
- *   vidmm-swizzle-tune 1
+ *   vidmm-swizzle-tune 2
  *   cpu <the CPU's brand string, vidmm_cpu_info().model>
  *   <tiling> <param> <2d|3d> <elem> <class> <swizzle|deswizzle> <backend> <strategy>
  *       <big: as|off|on> <strips: as|none|cached|nt> <grouped: as|off|on> <pairs_nt: as|off|on> <gain>
  * ('#' starts a comment line; 'gain' is the default's median time over the winner's, for
- * information). Without the flag a plan keeps the library's rules (VIDMM_SWIZZLE_TUNE_DEFAULT):
+ * information), and one line a kind whose measured parallel threshold (struct
+ * vidmm_swizzle_threads, min_bytes 0) has learnt its side:
+ *   threads <tiling> <param> <2d|3d> <elem> <class> <swizzle|deswizzle> <backend> <strategy>
+ *       <threads: 2..VIDMM_SWIZZLE_MAX_THREADS> <pool|jobs> <alone|threads>
+ * A plan's first threaded copy loads the file VIDMM_SWIZZLE_TUNE_FILE names, so its kinds'
+ * copies take their side without learning. Files of format 1 (no threshold lines) still load. Without the flag a plan keeps the library's rules (VIDMM_SWIZZLE_TUNE_DEFAULT):
  * deterministic, and what the tests of the walks check - unless VIDMM_SWIZZLE_TUNE_FILE names a
  * table file: then every plan takes the winners the table holds for its kinds (tune_source
  * VIDMM_SWIZZLE_TUNE_TABLE; nothing measured, other kinds keep the rules), so that a program tunes
@@ -445,8 +450,8 @@ VIDMM_API int vidmm_swizzle_tune_save(const char *path);
  * error the table is unchanged. */
 VIDMM_API int vidmm_swizzle_tune_load(const char *path);
 
-/* vidmm_swizzle_tune_clear() empties the table (the file the option names is loaded again by the
- * next measured plan). Can't fail. */
+/* vidmm_swizzle_tune_clear() empties the table, the thresholds' verdicts with it (the file the
+ * option names is loaded again by the next measured plan or threaded copy). Can't fail. */
 VIDMM_API void vidmm_swizzle_tune_clear(void);
 
 /* What the table holds and has done, since the process started. */

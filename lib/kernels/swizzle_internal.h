@@ -219,6 +219,23 @@ struct vidmm_swz_tune_key {
     uint32_t strategy;
 };
 
+/* The measured parallel threshold's verdicts (swizzle_plan.c par_way()), as the table file
+ * holds them (swizzle_tune.c): a kind of copy, the thread count and whether the caller's job
+ * system runs the bands, and the side that won. vidmm_swz_par_export() copies up to 'max' known
+ * verdicts out (returns how many); vidmm_swz_par_import() sets verdicts (a kind already known
+ * is replaced); vidmm_swz_par_clear() forgets every kind. vidmm_swz_tune_load_once() loads the
+ * file VIDMM_SWIZZLE_TUNE_FILE names if no copy has tried yet since the last clear. */
+struct vidmm_swz_par_verdict {
+    struct vidmm_swz_tune_key key;
+    uint32_t threads;
+    bool jobs;
+    bool many;
+};
+unsigned vidmm_swz_par_export(struct vidmm_swz_par_verdict *out, unsigned max);
+void vidmm_swz_par_import(const struct vidmm_swz_par_verdict *v, unsigned n);
+void vidmm_swz_par_clear(void);
+void vidmm_swz_tune_load_once(void);
+
 /* vidmm_swz_now_ns() is CLOCK_MONOTONIC in nanoseconds (the measurements' clock). */
 uint64_t vidmm_swz_now_ns(void);
 

@@ -4,6 +4,7 @@
  * serves the one-shot box copies; and the public copy calls, thin wrappers over plans. The
  * walks themselves are in swizzle_walk.c, the descriptors in swizzle.c. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "common/internal.h"
@@ -453,6 +454,60 @@ static struct {
     uint32_t gen;
 } par_table = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+static atomic_bool par_file_tried;
+
+/* par_slot() is the slot of kind ('k', 'threads', 'jobs'), made (the oldest replaced) when
+ * missing. Under the lock. */
+static struct par_kind *par_slot(const struct vidmm_swz_tune_key *k, uint32_t threads, bool jobs)
+{
+    unsigned i = 0;
+    for (; i < par_table.count; i++) {
+        const struct par_kind *e = &par_table.kind[i];
+        if (e->threads == threads && e->pfor == jobs && memcmp(&e->key, k, sizeof(*k)) == 0)
+            return &par_table.kind[i];
+    }
+    if (par_table.count < PAR_KINDS) {
+        i = par_table.count++;
+    } else {
+        i = par_table.next;
+        par_table.next = (par_table.next + 1) % PAR_KINDS;
+    }
+    par_table.kind[i] = (struct par_kind){ .key = *k, .threads = threads, .pfor = jobs, .gen = ++par_table.gen };
+    return &par_table.kind[i];
+}
+
+unsigned vidmm_swz_par_export(struct vidmm_swz_par_verdict *out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&par_table.lock);
+    for (unsigned i = 0; i < par_table.count && n < max; i++) {
+        const struct par_kind *e = &par_table.kind[i];
+        if (e->verdict != 0)
+            out[n++] = (struct vidmm_swz_par_verdict){ e->key, e->threads, e->pfor, e->verdict == 2 };
+    }
+    pthread_mutex_unlock(&par_table.lock);
+    return n;
+}
+
+void vidmm_swz_par_import(const struct vidmm_swz_par_verdict *v, unsigned n)
+{
+    pthread_mutex_lock(&par_table.lock);
+    for (unsigned i = 0; i < n; i++) {
+        struct par_kind *e = par_slot(&v[i].key, v[i].threads, v[i].jobs);
+        e->verdict = v[i].many ? 2 : 1;
+    }
+    pthread_mutex_unlock(&par_table.lock);
+}
+
+void vidmm_swz_par_clear(void)
+{
+    pthread_mutex_lock(&par_table.lock);
+    par_table.count = 0;
+    par_table.next = 0;
+    pthread_mutex_unlock(&par_table.lock);
+    atomic_store_explicit(&par_file_tried, false, memory_order_release);
+}
+
 /* A sample to report: the slot, its occupant, the side. */
 struct par_ticket {
     unsigned slot;
@@ -470,6 +525,12 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
         return moved >= p->min_bytes ? PAR_MANY : PAR_ONE;
     if (moved < PAR_AUTO_FLOOR)
         return PAR_ONE;
+    /* The table file's verdicts first (VIDMM_SWIZZLE_TUNE_FILE): a program that tuned once on
+     * this machine learns nothing again. */
+    if (VIDMM_UNLIKELY(!atomic_load_explicit(&par_file_tried, memory_order_acquire))) {
+        atomic_store_explicit(&par_file_tried, true, memory_order_release);
+        vidmm_swz_tune_load_once();
+    }
     struct vidmm_swz_tune_key k;
     vidmm_swz_tune_key_of(&p->s, m, moved, dir, backend, strategy, &k);
     /* Never waited for: a copy that finds the table busy (another thread's copy in it, or a
@@ -477,23 +538,8 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
      * is taken again later. */
     if (pthread_mutex_trylock(&par_table.lock) != 0)
         return moved >= p->min_bytes ? PAR_MANY : PAR_ONE;
-    unsigned i = 0;
-    for (; i < par_table.count; i++) {
-        const struct par_kind *e = &par_table.kind[i];
-        if (e->threads == p->threads && e->pfor == (p->pfor != NULL) && memcmp(&e->key, &k, sizeof(k)) == 0)
-            break;
-    }
-    if (i == par_table.count) {
-        if (par_table.count < PAR_KINDS) {
-            par_table.count++;
-        } else {
-            i = par_table.next;
-            par_table.next = (par_table.next + 1) % PAR_KINDS;
-        }
-        par_table.kind[i] = (struct par_kind){ .key = k, .threads = p->threads, .pfor = p->pfor != NULL,
-                                               .gen = ++par_table.gen };
-    }
-    struct par_kind *e = &par_table.kind[i];
+    struct par_kind *e = par_slot(&k, p->threads, p->pfor != NULL);
+    const unsigned i = (unsigned)(e - par_table.kind);
     enum par_way way;
     if (e->verdict == 0 && e->phase >= 4 * PAR_SAMPLES) {
         /* Every sample handed out and some never came back (a report that found the table

@@ -26,7 +26,11 @@
 /* Winners kept; a full table replaces its oldest entry (vidmm-info's common kinds are at most
  * 10 layouts x 2 element sizes x 2 sizes x 2 directions x a few backends). */
 #define TUNE_MAX 512
-#define TUNE_FORMAT "vidmm-swizzle-tune 1"
+#define TUNE_FORMAT "vidmm-swizzle-tune 2"
+/* The first format: winner lines only (no threshold lines); still read. */
+#define TUNE_FORMAT_1 "vidmm-swizzle-tune 1"
+/* Threshold verdicts a file may hold (swizzle_plan.c keeps 64 kinds). */
+#define TUNE_PAR_MAX 256
 #define TUNE_LINE_MAX 256
 
 struct tune_entry {
@@ -108,7 +112,7 @@ void vidmm_swz_tune_key_of(const struct vidmm_swz_surface *s, const struct vidmm
     };
 }
 
-bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *t)
+void vidmm_swz_tune_load_once(void)
 {
     pthread_mutex_lock(&tune_lock);
     const bool load = !tune_file_tried;
@@ -122,6 +126,11 @@ bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_
             vidmm_log(VIDMM_LOG_INFO, "VIDMM_SWIZZLE_TUNE_FILE %s not loaded: %s",
                       vidmm_option_get_string(VIDMM_OPT_SWIZZLE_TUNE_FILE), vidmm_strerror(err));
     }
+}
+
+bool vidmm_swz_tune_lookup(const struct vidmm_swz_tune_key *k, struct vidmm_swz_tune *t)
+{
+    vidmm_swz_tune_load_once();
     bool found = false;
     pthread_mutex_lock(&tune_lock);
     for (uint32_t i = 0; i < tune_count && !found; i++)
@@ -782,6 +791,42 @@ static bool parse_entry(char *line, struct tune_entry *e)
     return true;
 }
 
+/* parse_threads() reads a threshold line (after its "threads " word): the kind's key as a
+ * winner line's first eight words, the thread count, "pool" or "jobs", and "alone" or
+ * "threads". */
+static bool parse_threads(char *line, struct vidmm_swz_par_verdict *v)
+{
+    char *w[12];
+    unsigned n = 0;
+    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t != NULL; t = strtok_r(NULL, " \t", &save))
+        if (n < 12)
+            w[n++] = t;
+        else
+            return false;
+    if (n != 11)
+        return false;
+    int tiling = word_index(tiling_names, VIDMM_TILING_COUNT_, w[0]);
+    int dims = strcmp(w[2], "2d") == 0 ? 2 : strcmp(w[2], "3d") == 0 ? 3 : -1;
+    int dir = word_index(dir_names, 2, w[5]);
+    int backend = vidmm_backend_from_string(w[6]);
+    int strategy = word_index(strategy_names, VIDMM_STRATEGY_COUNT_, w[7]);
+    int jobs = strcmp(w[9], "pool") == 0 ? 0 : strcmp(w[9], "jobs") == 0 ? 1 : -1;
+    int many = strcmp(w[10], "alone") == 0 ? 0 : strcmp(w[10], "threads") == 0 ? 1 : -1;
+    uint32_t param, elem, cls, threads;
+    if (tiling < 0 || dims < 0 || dir < 0 || backend < 0 || backend == VIDMM_BACKEND_AUTO || strategy < 0 ||
+        jobs < 0 || many < 0 || !parse_u32(w[1], 0, UINT32_MAX, &param) || !parse_u32(w[3], 1, 16, &elem) ||
+        !parse_u32(w[4], 0, 63, &cls) || !parse_u32(w[8], 2, VIDMM_SWIZZLE_MAX_THREADS, &threads))
+        return false;
+    *v = (struct vidmm_swz_par_verdict){
+        .key = { (uint32_t)tiling, param, (uint32_t)dims, elem, cls, (uint32_t)dir, (uint32_t)backend,
+                 (uint32_t)strategy },
+        .threads = threads,
+        .jobs = jobs == 1,
+        .many = many == 1,
+    };
+    return true;
+}
+
 /* read_line() reads the next line of 'f' into 'buf' without its end: 1, 0 at the end of the
  * file, -1 for a line longer than the buffer. */
 static int read_line(FILE *f, char *buf, size_t size)
@@ -818,7 +863,12 @@ int vidmm_swizzle_tune_load(const char *path)
     if (f == NULL)
         return vidmm_swz_refuse(VIDMM_E_IO, __func__, "path", "%s: %s", p, strerror(errno));
     struct tune_entry *e = malloc(TUNE_MAX * sizeof(*e));
-    if (e == NULL) {
+    struct vidmm_swz_par_verdict *par = malloc(TUNE_PAR_MAX * sizeof(*par));
+    unsigned npar = 0;
+    bool v1 = false;
+    if (e == NULL || par == NULL) {
+        free(e);
+        free(par);
         fclose(f);
         return VIDMM_E_NO_MEMORY;
     }
@@ -831,11 +881,12 @@ int vidmm_swizzle_tune_load(const char *path)
             break;
         }
         if (lineno == 1) {
-            if (strcmp(line, TUNE_FORMAT) != 0) {
+            if (strcmp(line, TUNE_FORMAT) != 0 && strcmp(line, TUNE_FORMAT_1) != 0) {
                 err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "line 1 is not \"%s\" (spec swizzle.h)",
                                        TUNE_FORMAT);
                 break;
             }
+            v1 = strcmp(line, TUNE_FORMAT_1) == 0;
             continue;
         }
         if (lineno == 2) {
@@ -853,6 +904,20 @@ int vidmm_swizzle_tune_load(const char *path)
         }
         if (line[0] == '\0' || line[0] == '#')
             continue;
+        if (!v1 && strncmp(line, "threads ", 8) == 0) {
+            if (npar == TUNE_PAR_MAX) {
+                err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "more than %d threshold lines "
+                                       "(spec swizzle.h)", TUNE_PAR_MAX);
+                break;
+            }
+            if (!parse_threads(line + 8, &par[npar])) {
+                err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "line %u is not a threshold line "
+                                       "(spec swizzle.h)", lineno);
+                break;
+            }
+            npar++;
+            continue;
+        }
         if (n == TUNE_MAX) {
             err = vidmm_swz_refuse(VIDMM_E_INVALID_ARG, __func__, p, "more than %d winners (spec swizzle.h)", TUNE_MAX);
             break;
@@ -875,8 +940,10 @@ int vidmm_swizzle_tune_load(const char *path)
         for (unsigned i = 0; i < n; i++)
             put_locked(&e[i].key, &e[i].tune, e[i].gain);
         pthread_mutex_unlock(&tune_lock);
+        vidmm_swz_par_import(par, npar);
     }
     free(e);
+    free(par);
     return err;
 }
 
@@ -905,7 +972,22 @@ int vidmm_swizzle_tune_save(const char *path)
                 knob_names[t->big], strip_names[t->strips], knob_names[t->grouped], knob_names[t->pairs_nt], e->gain);
     }
     pthread_mutex_unlock(&tune_lock);
-    const bool bad = ferror(f) != 0;
+    struct vidmm_swz_par_verdict *par = malloc(TUNE_PAR_MAX * sizeof(*par));
+    if (par != NULL) {
+        const unsigned npar = vidmm_swz_par_export(par, TUNE_PAR_MAX);
+        if (npar > 0)
+            fprintf(f, "# threads tiling param dims elem size-class direction backend strategy threads pool|jobs "
+                       "alone|threads\n");
+        for (unsigned i = 0; i < npar; i++) {
+            const struct vidmm_swz_tune_key *k = &par[i].key;
+            fprintf(f, "threads %s %u %ud %u %u %s %s %s %u %s %s\n", tiling_names[k->tiling], k->param, k->dims,
+                    k->elem, k->size_class, dir_names[k->dir], vidmm_backend_to_string((enum vidmm_backend)k->backend),
+                    strategy_names[k->strategy], par[i].threads, par[i].jobs ? "jobs" : "pool",
+                    par[i].many ? "threads" : "alone");
+        }
+    }
+    const bool bad = ferror(f) != 0 || par == NULL;
+    free(par);
     if (fclose(f) != 0 || bad || rename(tmp, p) != 0) {
         const int e = errno;
         remove(tmp);
@@ -921,6 +1003,7 @@ void vidmm_swizzle_tune_clear(void)
     tune_next = 0;
     tune_file_tried = false;
     pthread_mutex_unlock(&tune_lock);
+    vidmm_swz_par_clear();
 }
 
 #define STATS_V0_SIZE (offsetof(struct vidmm_swizzle_tune_stats, table_hits) + sizeof(uint64_t))

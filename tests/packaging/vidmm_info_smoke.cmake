@@ -66,7 +66,7 @@ file(STRINGS "${_tune}" _lines)
 list(GET _lines 0 _head)
 list(GET _lines 1 _cpu)
 list(LENGTH _lines _n)
-if(NOT _head STREQUAL "vidmm-swizzle-tune 1" OR NOT _cpu MATCHES "^cpu ." OR _n LESS 10)
+if(NOT _head STREQUAL "vidmm-swizzle-tune 2" OR NOT _cpu MATCHES "^cpu ." OR _n LESS 10)
   message(FATAL_ERROR "vidmm-info --tune-write wrote an unexpected table (${_n} lines):\n${_lines}")
 endif()
 execute_process(COMMAND "${VIDMM_INFO}" --tune-sizes 0 --tune-write "${_tune}" RESULT_VARIABLE rc

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -416,7 +417,7 @@ Test(threads, small_copies_stay_on_the_caller, .timeout = T_TIMEOUT)
  * surface of 512 KiB - above the least size the measurement considers (256 KiB), below the fixed
  * threshold (1 MiB). 'calibrate': VIDMM_CALIBRATE. Returns the job system's calls during copies
  * 1-20 and 21-30 in '*learning' and '*after'; every copy's bytes are the first one's. */
-static void threshold_copies(bool calibrate, unsigned *learning, unsigned *after)
+static void threshold_copies_n(bool calibrate, int n, int split, unsigned *learning, unsigned *after)
 {
     cr_assert_eq(vidmm_option_set(VIDMM_OPT_CALIBRATE, calibrate ? 1 : 0), 0);
     const struct tcase c = { "bl_512k", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 512, 256, 1, 4, 1, 1, false };
@@ -435,13 +436,13 @@ static void threshold_copies(bool calibrate, unsigned *learning, unsigned *after
     unsigned char *tiled = xalloc(tn), *want = xalloc(tn), *lin = xalloc(ln);
     for (size_t i = 0; i < ln; i++)
         lin[i] = (unsigned char)(i * 7 + 3);
-    for (int k = 0; k < 30; k++) {
+    for (int k = 0; k < n; k++) {
         const unsigned before = atomic_load(&js_calls);
         memset(tiled, POISON, tn);
         cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, ln, 0, 0), 0);
         const unsigned called = atomic_load(&js_calls) - before;
         cr_assert_leq(called, 1, "copy %d called the job system %u times", k + 1, called);
-        *(k < 20 ? learning : after) += called;
+        *(k < split ? learning : after) += called;
         if (k == 0)
             memcpy(want, tiled, tn);
         else
@@ -452,6 +453,11 @@ static void threshold_copies(bool calibrate, unsigned *learning, unsigned *after
     free(want);
     free(lin);
     vidmm_swizzle_plan_destroy(plan);
+}
+
+static void threshold_copies(bool calibrate, unsigned *learning, unsigned *after)
+{
+    threshold_copies_n(calibrate, 30, 20, learning, after);
 }
 
 /* Calibrated: the twenty learning copies take the sides two by two, alone first (ten on the
@@ -522,6 +528,35 @@ Test(threads, measured_threshold_from_many_threads, .timeout = T_TIMEOUT)
     free(want);
     free(lin);
     vidmm_swizzle_plan_destroy(plan);
+}
+
+/* The verdict goes into the table file (vidmm_swizzle_tune_save(): a "threads" line) and comes
+ * back from it: after a clear and a load, the kind's copies take the learnt side from the first
+ * one (a lost verdict would learn again: 4 of the first 10 on the threads). */
+Test(threads, measured_threshold_saved_and_loaded, .timeout = T_TIMEOUT)
+{
+    unsigned learning = 0, after = 0;
+    threshold_copies(true, &learning, &after);
+    cr_assert(after == 0 || after == 10, "after learning, %u of 10 copies on the threads", after);
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/vidmm-thr-%ld.txt", (long)getpid());
+    cr_assert_eq(vidmm_swizzle_tune_save(path), 0);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    char line[512];
+    bool found = false;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "threads block_linear ", 21) == 0 && strstr(line, " 4 jobs ") != NULL &&
+            strstr(line, after ? " threads\n" : " alone\n") != NULL)
+            found = true;
+    fclose(f);
+    cr_assert(found, "no threshold line for the learnt kind in %s", path);
+    vidmm_swizzle_tune_clear();
+    cr_assert_eq(vidmm_swizzle_tune_load(path), 0);
+    unsigned again = 0, none = 0;
+    threshold_copies_n(true, 10, 10, &again, &none);
+    cr_expect_eq(again, after, "loaded: %u of the first 10 copies on the threads, the verdict says %u", again, after);
+    remove(path);
 }
 
 /* VIDMM_CALIBRATE=0: the fixed threshold (1 MiB): a 512 KiB copy never goes to the threads. */

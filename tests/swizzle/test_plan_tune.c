@@ -488,7 +488,7 @@ Test(tune, save_load_round_trip, .timeout = T_TIMEOUT)
     cr_assert_eq(stats().entries, 4u);
     cr_assert_eq(vidmm_swizzle_tune_save(path), 0);
     char *text = read_file(path);
-    cr_assert_eq(strncmp(text, "vidmm-swizzle-tune 1\ncpu ", 25), 0, "header: %s", text);
+    cr_assert_eq(strncmp(text, "vidmm-swizzle-tune 2\ncpu ", 25), 0, "header: %s", text);
     cr_assert_eq(strncmp(text + 25, this_cpu(), strlen(this_cpu())), 0);
     cr_assert_not_null(strstr(text, "\nblock_linear "));
     cr_assert_not_null(strstr(text, "\nmorton "));
@@ -578,9 +578,32 @@ Test(tune, malformed_files_change_nothing, .timeout = T_TIMEOUT)
         write_file(path, body);
         cr_assert_eq(vidmm_swizzle_tune_load(path), VIDMM_E_INVALID_ARG, "line %zu: %s", i, bad_lines[i]);
     }
+    /* Threshold lines (format 2 only). */
+    char head2[160];
+    snprintf(head2, sizeof(head2), "vidmm-swizzle-tune 2\ncpu %s\n", this_cpu());
+    const char *good_thr = "threads block_linear 0 2d 4 19 swizzle avx2 auto 2 pool threads\n";
+    static const char *const bad_thr[] = {
+        "threads block_linear 0 2d 4 19 swizzle avx2 auto 2 pool\n",           /* a word short */
+        "threads block_linear 0 2d 4 19 swizzle avx2 auto 2 pool threads x\n", /* a word too many */
+        "threads block_linear 0 2d 4 19 swizzle avx2 auto 1 pool threads\n",   /* one thread */
+        "threads block_linear 0 2d 4 19 swizzle avx2 auto 257 pool threads\n", /* too many threads */
+        "threads block_linear 0 2d 4 19 swizzle avx2 auto 2 pools threads\n",  /* pool|jobs */
+        "threads block_linear 0 2d 4 19 swizzle avx2 auto 2 pool many\n",      /* alone|threads */
+        "threads block_linear 0 2d 4 19 swizzle auto auto 2 pool threads\n",   /* backend AUTO */
+        "threads block_linear 0 5d 4 19 swizzle avx2 auto 2 pool threads\n",   /* dims */
+    };
+    for (size_t i = 0; i < sizeof(bad_thr) / sizeof(bad_thr[0]); i++) {
+        snprintf(body, sizeof(body), "%s%s%s%s", head2, good, good_thr, bad_thr[i]);
+        write_file(path, body);
+        cr_assert_eq(vidmm_swizzle_tune_load(path), VIDMM_E_INVALID_ARG, "threshold line %zu: %s", i, bad_thr[i]);
+    }
+    /* A threshold line in a format-1 file is not one of its lines. */
+    snprintf(body, sizeof(body), "%s%s%s", head, good, good_thr);
+    write_file(path, body);
+    cr_assert_eq(vidmm_swizzle_tune_load(path), VIDMM_E_INVALID_ARG, "a threshold line in a format-1 file");
     static const char *const bad_heads[] = {
         "",                                        /* empty */
-        "vidmm-swizzle-tune 2\ncpu x\n",           /* another format version */
+        "vidmm-swizzle-tune 3\ncpu x\n",           /* another format version */
         "vidmm-swizzle-tune 1\n",                  /* no cpu line */
         "vidmm-swizzle-tune 1\nprocessor x\n",     /* not a cpu line */
         "vidmm swizzle tune 1\ncpu x\n",
