@@ -206,7 +206,7 @@ static void row(const struct surf *s, bool tile, unsigned threads, int rounds, u
     if (vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &one) != 0 ||
         vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &many) != 0)
         abort();
-    set_threads(many, threads, 0);
+    set_threads(many, threads, 1); /* always on the threads: not the measured threshold (dispatch_row()) */
     struct vidmm_swizzle_plan_info info = { .size = sizeof(info) };
     vidmm_swizzle_plan_info(one, &info);
     const size_t tn = info.tiled_size, ln = info.linear_size;

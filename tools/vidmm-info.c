@@ -999,6 +999,51 @@ static int tune_write(const char *path, const unsigned *sizes_mib, unsigned nsiz
             }
         }
     }
+    /* The measured parallel threshold (struct vidmm_swizzle_threads, min_bytes 0) of each
+     * family at 1 and 4 MiB - where it mostly falls - on every CPU of the pool: a plan's twenty
+     * learning copies a direction, the verdicts saved with the winners. */
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned learnt = 0;
+    static const unsigned thr_mib[] = { 1, 4 };
+    for (unsigned si = 0; ncpu >= 2 && si < sizeof(thr_mib) / sizeof(thr_mib[0]); si++) {
+        const size_t bytes = (size_t)thr_mib[si] << 20;
+        /* Page-aligned buffers, as a texture's are: bands start on lines (an unaligned buffer can
+         * leave a copy one band, which teaches the threshold nothing). */
+        unsigned char *lin = aligned_alloc(4096, bytes), *tiled = NULL;
+        for (size_t li = 0; lin != NULL && li < sizeof(lays) / sizeof(lays[0]); li++) {
+            const uint32_t e = lays[li].bytes ? 1 : 4;
+            const uint64_t px = bytes / e;
+            uint32_t w = 1;
+            while ((uint64_t)w * w < px)
+                w <<= 1;
+            struct vidmm_tile_layout l = VIDMM_TILE_LAYOUT_INIT(lays[li].tiling);
+            struct vidmm_surface_desc d = { sizeof(d), w, (uint32_t)(px / w), 1, e, 1, 1, 1, 1 };
+            l.amd_swizzle_mode = lays[li].amd_mode;
+            uint64_t tn = 0;
+            vidmm_swizzle_plan *p;
+            if (vidmm_surface_tiled_size(&l, &d, &tn) != 0 ||
+                (tiled = aligned_alloc(4096, ((size_t)tn + 4095) & ~(size_t)4095)) == NULL ||
+                vidmm_swizzle_plan_create(&l, &d, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &p) != 0) {
+                free(tiled);
+                tiled = NULL;
+                continue;
+            }
+            struct vidmm_swizzle_threads th = VIDMM_SWIZZLE_THREADS_INIT;
+            th.threads = ncpu > VIDMM_SWIZZLE_MAX_THREADS ? VIDMM_SWIZZLE_MAX_THREADS : (uint32_t)ncpu;
+            memset(lin, 0x5a, bytes);
+            /* Each direction's twenty in a row: a kind's samples follow copies of its own. */
+            if (vidmm_swizzle_plan_set_threads(p, &th) == 0)
+                for (int k = 0; k < 40; k++)
+                    if ((k < 20 ? vidmm_swizzle_plan_swizzle(p, NULL, tiled, (size_t)tn, lin, bytes, 0, 0)
+                                : vidmm_swizzle_plan_deswizzle(p, NULL, tiled, (size_t)tn, lin, bytes, 0, 0)) != 0)
+                        break;
+            learnt++;
+            vidmm_swizzle_plan_destroy(p);
+            free(tiled);
+            tiled = NULL;
+        }
+        free(lin);
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     int rc = vidmm_swizzle_tune_save(path);
     if (rc != 0) {
@@ -1007,8 +1052,9 @@ static int tune_write(const char *path, const unsigned *sizes_mib, unsigned nsiz
     }
     struct vidmm_swizzle_tune_stats st = { .size = sizeof(st) };
     vidmm_swizzle_tune_stats(&st);
-    printf("vidmm-info: measured %u kinds of copy both ways (%u winners) on %s in %.0f ms; wrote %s\n", kinds,
-           st.entries, vidmm_backend_name(),
+    printf("vidmm-info: measured %u kinds of copy both ways (%u winners) and the parallel threshold of %u on %ld "
+           "threads, on %s in %.0f ms; wrote %s\n", kinds, st.entries, learnt, ncpu >= 2 ? ncpu : 1L,
+           vidmm_backend_name(),
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6, path);
     return fflush(stdout) != 0 ? 1 : 0;
 }

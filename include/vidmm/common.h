@@ -80,7 +80,8 @@ enum vidmm_option {
     VIDMM_OPT_NO_CLWB = 5,               /* bool: never use CLWB */
     VIDMM_OPT_NO_CLFLUSHOPT = 6,         /* bool: never use CLFLUSHOPT (CLFLUSH only) */
     VIDMM_OPT_CALIBRATE = 7,             /* bool, default on: measure the copy-to-WC variants and the
-                                            linear-row store policy once (off: fixed guesses) */
+                                            linear-row store policy once, and learn the swizzle
+                                            plans' parallel threshold (swizzle.h; off: fixed guesses) */
     VIDMM_OPT_SWIZZLE_TUNE_FILE = 8,     /* string: the measured swizzle plans' table file (swizzle.h) */
     VIDMM_OPT_STREAM_LINEAR_ROWS = 9,    /* string: auto|on|off - streaming stores to the linear rows
                                             of a block-linear deswizzle beyond the cache (kernels.h

@@ -331,10 +331,15 @@ struct vidmm_swizzle_threads {
                                            bands, from the copying thread */
     void *parallel_ctx;               /* passed to 'parallel_for' */
     uint64_t min_bytes;               /* 0: the library's threshold, measured: the first twenty
-                                         copies of 256 KiB or more of each kind (layout, element
-                                         size, direction, size class) take the calling thread and
-                                         the threads in turn, timed, and the kind keeps the faster
-                                         (VIDMM_CALIBRATE=0: VIDMM_SWIZZLE_MIN_PARALLEL_BYTES); else a
+                                         copies of 256 KiB or more of each kind (layout and its
+                                         parameter, 2D/3D, element size, direction, backend,
+                                         strategy, size class, thread count, pool or job system) -
+                                         learnt from every plan's copies in the process - take the
+                                         calling thread and the threads two by two, the second of
+                                         each two timed, and the kind keeps the faster for its next
+                                         4096 copies, then learns again; those bands move at least
+                                         128 KiB. The verdicts go into the table file (below).
+                                         VIDMM_CALIBRATE=0: VIDMM_SWIZZLE_MIN_PARALLEL_BYTES. Else a
                                          copy moving fewer bytes stays on the calling thread, and
                                          each band moves at least half this */
 };

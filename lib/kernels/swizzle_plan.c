@@ -130,6 +130,8 @@ struct par_ctx {
     uint64_t stream_bytes;
     uint32_t indep_end;            /* whole: subresources below this index may have own jobs */
     bool tuned;                    /* a whole copy of a measured plan: the plan's tune[dir] */
+    uint64_t band_min;             /* a band moves at least half this (bands_for()), decided once a
+                                      copy: the "rest" job of a whole copy must cut as par_whole() did */
     uint32_t njobs;
     struct par_job job[PAR_MAX_JOBS];
 };
@@ -229,7 +231,8 @@ static void split_box(struct par_ctx *c, const struct vidmm_swz_mip *m, uint32_t
     }
 }
 
-/* bands_for() is how many bands a copy of 'bytes' gets: at least half the threshold each.
+/* bands_for() is how many bands a copy of 'bytes' gets: at least half 'band_min' each - the
+ * plan's min_bytes, or PAR_AUTO_FLOOR for a copy the measured threshold sent (par_way()).
  *
  * The threshold (VIDMM_SWIZZLE_MIN_PARALLEL_BYTES, 1 MiB; a plan's min_bytes overrides it): the
  * pool's hand-off - waking a worker, and the caller waiting for the band it took - measured
@@ -241,10 +244,9 @@ static void split_box(struct par_ctx *c, const struct vidmm_swz_mip *m, uint32_t
  * guests' builds loading both vCPUs (load average 4.5-7): no size up to 4 MiB ran faster on
  * two threads there (nor did memcpy: 1.01x at 64 MiB in the same process), so the figure
  * bounds the cost rather than marking a crossover. */
-static uint32_t bands_for(const struct vidmm_swizzle_plan *p, uint64_t bytes)
+static uint32_t bands_for(const struct vidmm_swizzle_plan *p, uint64_t band_min, uint64_t bytes)
 {
-    const uint64_t min = p->min_auto && vidmm_option_get(VIDMM_OPT_CALIBRATE) ? PAR_AUTO_FLOOR : p->min_bytes;
-    const uint64_t per = min / 2 > 0 ? min / 2 : 1;
+    const uint64_t per = band_min / 2 > 0 ? band_min / 2 : 1;
     const uint64_t n = bytes / per, most = (uint64_t)p->threads * PAR_BANDS_PER_THREAD;
     return n < 1 ? 1 : n > most ? (uint32_t)most : (uint32_t)n;
 }
@@ -310,7 +312,7 @@ static void par_job_run(void *arg, uint32_t index)
             if (vidmm_swz_prepare(&p->s, p->fam, mip, layer, &m) < 0)
                 return;
             const uint64_t bytes = (uint64_t)m.w * m.h * m.d * m.elem;
-            if (layer * p->s.mips + mip < c->indep_end && bands_for(p, bytes) > 1 &&
+            if (layer * p->s.mips + mip < c->indep_end && bands_for(p, c->band_min, bytes) > 1 &&
                 sub_alone(c, &m, base, end, mip, p->s.mips))
                 continue;
             struct vidmm_box b = { 0, 0, 0, m.w, m.h, m.d };
@@ -337,14 +339,15 @@ static void dispatch(const struct vidmm_swizzle_plan *p, struct par_ctx *c)
 /* par_sub() copies box 'b' of a subresource plan on several threads: false (nothing done) when
  * it would be one band. */
 static bool par_sub(const struct vidmm_swizzle_plan *p, const struct vidmm_box *b, unsigned char *tiled,
-                    unsigned char *linear, size_t rp, size_t sp, enum vidmm_swz_dir dir, uint64_t moved, bool tuned)
+                    unsigned char *linear, size_t rp, size_t sp, enum vidmm_swz_dir dir, uint64_t moved, bool tuned,
+                    uint64_t band_min)
 {
     struct par_ctx *c = malloc(sizeof(*c));
     if (c == NULL)
         return false;
     *c = (struct par_ctx){ .p = p, .tiled = tiled, .linear = linear, .row_pitch = rp, .slice_pitch = sp,
-                           .dir = dir, .stream_bytes = moved, .tuned = tuned };
-    split_box(c, &p->m, p->mip, p->layer, b, 0, rp, sp, bands_for(p, moved));
+                           .dir = dir, .stream_bytes = moved, .tuned = tuned, .band_min = band_min };
+    split_box(c, &p->m, p->mip, p->layer, b, 0, rp, sp, bands_for(p, band_min, moved));
     const bool many = c->njobs > 1;
     if (many)
         dispatch(p, c);
@@ -355,7 +358,7 @@ static bool par_sub(const struct vidmm_swizzle_plan *p, const struct vidmm_box *
 /* par_whole() copies every subresource of a whole-surface plan on several threads: false
  * (nothing done) when it would be one job. */
 static bool par_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, unsigned char *linear,
-                      enum vidmm_swz_dir dir)
+                      enum vidmm_swz_dir dir, uint64_t band_min)
 {
     struct vidmm_swz_mip m;
     uint64_t base[64], end[64];
@@ -367,7 +370,7 @@ static bool par_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, 
     if (c == NULL)
         return false;
     *c = (struct par_ctx){ .p = p, .tiled = tiled, .linear = linear, .dir = dir, .stream_bytes = p->lin,
-                           .indep_end = UINT32_MAX, .tuned = (p->tuned >> dir & 1) != 0 };
+                           .indep_end = UINT32_MAX, .tuned = (p->tuned >> dir & 1) != 0, .band_min = band_min };
     for (uint32_t layer = 0; layer < p->s.layers; layer++) {
         for (uint32_t mip = 0; mip < p->s.mips; mip++) {
             if (vidmm_swz_prepare(&p->s, p->fam, mip, layer, &m) < 0)
@@ -379,7 +382,7 @@ static bool par_whole(const struct vidmm_swizzle_plan *p, unsigned char *tiled, 
             if (vidmm_swz_prepare(&p->s, p->fam, mip, layer, &m) < 0)
                 goto one;
             const uint64_t bytes = (uint64_t)m.w * m.h * m.d * m.elem;
-            const uint32_t want = bands_for(p, bytes);
+            const uint32_t want = bands_for(p, c->band_min, bytes);
             if (want <= 1 || !sub_alone(c, &m, base, end, mip, p->s.mips)) {
                 rest = true;
                 continue;
@@ -423,16 +426,24 @@ one:
  * 4 x PAR_SAMPLES copies of PAR_AUTO_FLOOR bytes or more take the calling thread alone and the
  * threads in turn, two copies a side, the second of each two timed; then the kind keeps the
  * faster side: the threads only when the median of the pairs' ratios says they are PAR_MIN_GAIN
- * faster (they cost CPUs others could use). Timing every copy and alternating one by one
- * (each sample right after the other side's copy) missed the threads' win at 2 MiB of
- * block-linear swizzle in 3 runs of 3 (1.18-1.23x forced, bench_swizzle_threads). Nothing is copied for the
- * measurement, and both sides write the same bytes. Process-wide (every plan of a kind learns
- * from the others' copies), PAR_KINDS kinds, the oldest replaced. VIDMM_CALIBRATE=0 keeps the
- * fixed threshold (the tests that count bands rely on it).
+ * faster (they cost CPUs others could use), the samples compared per byte moved (a size class
+ * spans 2x). Timing every copy and alternating one by one (each sample right after the other
+ * side's copy) missed the threads' win at 2 MiB of block-linear swizzle in 3 runs of 3
+ * (1.18-1.23x forced, bench_swizzle_threads). Nothing is copied for the measurement, and both
+ * sides write the same bytes. A copy the threads cannot cut (one band: its rows, its buffers'
+ * alignment) is no sample. A verdict serves PAR_RELEARN copies, then the kind learns again; a
+ * round whose samples did not all come back (copies still running on other threads) is
+ * started again after 4 x PAR_SAMPLES more copies. Process-wide (every plan of a kind learns
+ * from the others' copies), PAR_KINDS kinds, the oldest replaced; the verdicts go into the
+ * table file (swizzle_tune.c). A copy that finds the table busy takes the fixed threshold, as
+ * VIDMM_CALIBRATE=0 does for every copy (and as a plan with min_bytes set always does).
  * ------------------------------------------------------------------------------------------- */
 #define PAR_SAMPLES 5
 #define PAR_MIN_GAIN 1.05
 #define PAR_KINDS 64
+/* Copies a verdict serves before its kind learns again (a verdict taken under a passing load
+ * does not last the process): 20 learning copies in 4096, under 0.5%. */
+#define PAR_RELEARN 4096u
 
 enum par_way { PAR_ONE, PAR_MANY, PAR_TIME_ONE, PAR_TIME_MANY };
 
@@ -443,8 +454,10 @@ struct par_kind {
     uint8_t phase;                   /* learning copies handed out (par_way()) */
     uint8_t n[2];                    /* samples taken: alone, on the threads */
     uint8_t verdict;                 /* 0 measuring, 1 alone, 2 the threads */
+    uint32_t served;                 /* copies the verdict has decided (PAR_RELEARN) */
     uint32_t gen;                    /* which occupant of the slot the samples belong to */
-    uint64_t t[2][PAR_SAMPLES];      /* the samples of each side (ns), in the order taken */
+    double t[2][PAR_SAMPLES];        /* the samples of each side (ns a byte: a size class spans
+                                        2x in bytes), in the order taken */
 };
 
 static struct {
@@ -513,14 +526,17 @@ struct par_ticket {
     unsigned slot;
     uint32_t gen;
     unsigned side, index;
+    uint64_t bytes;                  /* what the timed copy moves */
 };
 
 /* par_way() decides how a copy of 'moved' bytes of subresource 'm' in direction 'dir' through
- * plan 'p' (threads > 1) runs, and for a sample fills '*tk'. */
+ * plan 'p' (threads > 1) runs, stores in '*band_min' what its bands move at least (bands_for()),
+ * and for a sample fills '*tk'. */
 static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vidmm_swz_mip *m, enum vidmm_swz_dir dir,
                             enum vidmm_backend backend, enum vidmm_strategy strategy, uint64_t moved,
-                            struct par_ticket *tk)
+                            uint64_t *band_min, struct par_ticket *tk)
 {
+    *band_min = p->min_bytes;
     if (!p->min_auto || !vidmm_option_get(VIDMM_OPT_CALIBRATE))
         return moved >= p->min_bytes ? PAR_MANY : PAR_ONE;
     if (moved < PAR_AUTO_FLOOR)
@@ -533,24 +549,31 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
     }
     struct vidmm_swz_tune_key k;
     vidmm_swz_tune_key_of(&p->s, m, moved, dir, backend, strategy, &k);
-    /* Never waited for: a copy that finds the table busy (another thread's copy in it, or a
-     * fork() child whose parent held it) takes the fixed threshold, and a sample not recorded
-     * is taken again later. */
+    /* Never waited for: a copy that finds the table busy (another thread's copy deciding, or a
+     * fork() child whose parent held it) takes the fixed threshold, with its bands. */
     if (pthread_mutex_trylock(&par_table.lock) != 0)
         return moved >= p->min_bytes ? PAR_MANY : PAR_ONE;
+    *band_min = PAR_AUTO_FLOOR;
     struct par_kind *e = par_slot(&k, p->threads, p->pfor != NULL);
     const unsigned i = (unsigned)(e - par_table.kind);
-    enum par_way way;
-    if (e->verdict == 0 && e->phase >= 4 * PAR_SAMPLES) {
-        /* Every sample handed out and some never came back (a report that found the table
-         * busy, or a copy still running on another thread): learn again, the samples still out
-         * no longer counted. */
+    if (e->verdict != 0 && ++e->served >= PAR_RELEARN)
+        e->verdict = 0; /* learn again, as below */
+    if (e->verdict == 0 && (e->served != 0 || e->phase >= 8 * PAR_SAMPLES)) {
+        /* A fresh round: the verdict has served its time, or every sample was handed out 20
+         * copies ago and some never came back (a copy that could not be cut, or one still
+         * running on another thread - which has had time to finish). The samples still out no
+         * longer count. */
         e->phase = 0;
         e->n[0] = e->n[1] = 0;
+        e->served = 0;
         e->gen = ++par_table.gen;
     }
+    enum par_way way;
     if (e->verdict != 0) {
         way = e->verdict == 2 ? PAR_MANY : PAR_ONE;
+    } else if (e->phase >= 4 * PAR_SAMPLES) {
+        e->phase++;
+        way = PAR_ONE; /* samples still out: wait for them */
     } else {
         /* Two copies a side in turn, the second timed: each sample follows a copy of its own
          * side (as the benchmarks time a side after itself), not the other side's stores. */
@@ -562,6 +585,7 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
             tk->gen = e->gen;
             tk->side = side;
             tk->index = c >> 2;
+            tk->bytes = moved;
             way = side ? PAR_TIME_MANY : PAR_TIME_ONE;
         }
     }
@@ -569,32 +593,29 @@ static enum par_way par_way(const struct vidmm_swizzle_plan *p, const struct vid
     return way;
 }
 
-/* par_report() records a sample of 'ns' (side tk->side), or with 'one_band' that the threads
- * cannot take the kind (its copies are one band): it stays on the calling thread. */
-static void par_report(const struct par_ticket *tk, uint64_t ns, bool one_band)
+/* par_report() records the sample of ticket 'tk': the copy took 'ns'. Waits for the table (a
+ * report follows a copy, and the lock is only ever held for a few instructions): the samples of
+ * several threads copying one kind all arrive. */
+static void par_report(const struct par_ticket *tk, uint64_t ns)
 {
-    if (pthread_mutex_trylock(&par_table.lock) != 0)
-        return;
+    pthread_mutex_lock(&par_table.lock);
     struct par_kind *e = &par_table.kind[tk->slot];
-    if (e->gen == tk->gen && e->verdict == 0) {
-        if (one_band) {
-            e->verdict = 1;
-        } else if (e->n[tk->side] < PAR_SAMPLES) {
-            e->t[tk->side][tk->index] = ns > 0 ? ns : 1;
-            e->n[tk->side]++;
-            if (e->n[0] == PAR_SAMPLES && e->n[1] == PAR_SAMPLES) {
-                /* Sample i of each side were taken one after the other: the median of their
-                 * ratios (a copy slowed by something else spoils one pair, not the verdict). */
-                double r[PAR_SAMPLES];
-                for (unsigned i = 0; i < PAR_SAMPLES; i++) {
-                    const double v = (double)e->t[0][i] / (double)e->t[1][i];
-                    unsigned j = i;
-                    for (; j > 0 && r[j - 1] > v; j--)
-                        r[j] = r[j - 1];
-                    r[j] = v;
-                }
-                e->verdict = r[PAR_SAMPLES / 2] > PAR_MIN_GAIN ? 2 : 1;
+    if (e->gen == tk->gen && e->verdict == 0 && e->n[tk->side] < PAR_SAMPLES) {
+        e->t[tk->side][tk->index] = (double)(ns > 0 ? ns : 1) / (double)tk->bytes;
+        e->n[tk->side]++;
+        if (e->n[0] == PAR_SAMPLES && e->n[1] == PAR_SAMPLES) {
+            /* Sample i of each side were taken one after the other: the median of their
+             * ratios (a copy slowed by something else spoils one pair, not the verdict). */
+            double r[PAR_SAMPLES];
+            for (unsigned i = 0; i < PAR_SAMPLES; i++) {
+                const double v = e->t[0][i] / e->t[1][i];
+                unsigned j = i;
+                for (; j > 0 && r[j - 1] > v; j--)
+                    r[j] = r[j - 1];
+                r[j] = v;
             }
+            e->verdict = r[PAR_SAMPLES / 2] > PAR_MIN_GAIN ? 2 : 1;
+            e->served = 0;
         }
     }
     pthread_mutex_unlock(&par_table.lock);
@@ -618,19 +639,22 @@ static void sub_copy(const struct vidmm_swizzle_plan *p, const struct vidmm_box 
 {
     if (p->threads > 1) {
         struct par_ticket tk;
-        const enum par_way way = par_way(p, &p->m, dir, backend, strategy, moved, &tk);
-        if (way == PAR_MANY && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned))
+        uint64_t band_min;
+        const enum par_way way = par_way(p, &p->m, dir, backend, strategy, moved, &band_min, &tk);
+        if (way == PAR_MANY && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned, band_min))
             return;
         if (way == PAR_TIME_MANY) {
+            /* A copy that cannot be cut (one band: the box's rows, the buffers' alignment) is no
+             * sample, and decides nothing: the kind's other copies may be cut. */
             const uint64_t t0 = vidmm_swz_now_ns();
-            const bool many = par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned);
-            par_report(&tk, vidmm_swz_now_ns() - t0, !many);
-            if (many)
+            if (par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned, band_min)) {
+                par_report(&tk, vidmm_swz_now_ns() - t0);
                 return;
+            }
         } else if (way == PAR_TIME_ONE) {
             const uint64_t t0 = vidmm_swz_now_ns();
             sub_run(p, b, tiled, linear, rp, sp, backend, strategy, dir, moved, tuned);
-            par_report(&tk, vidmm_swz_now_ns() - t0, false);
+            par_report(&tk, vidmm_swz_now_ns() - t0);
             return;
         }
     }
@@ -749,19 +773,21 @@ static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsi
                                 (unsigned long long)p->lin);
     if (p->threads > 1) {
         struct par_ticket tk;
-        const enum par_way way = par_way(p, &p->m, dir, backend, strategy, p->lin, &tk);
-        if (way == PAR_MANY && par_whole(p, tiled, linear, dir))
+        uint64_t band_min;
+        const enum par_way way = par_way(p, &p->m, dir, backend, strategy, p->lin, &band_min, &tk);
+        if (way == PAR_MANY && par_whole(p, tiled, linear, dir, band_min))
             return 0;
         if (way == PAR_TIME_MANY) {
             const uint64_t t0 = vidmm_swz_now_ns();
-            const bool many = par_whole(p, tiled, linear, dir);
-            par_report(&tk, vidmm_swz_now_ns() - t0, !many);
-            if (many)
+            if (par_whole(p, tiled, linear, dir, band_min)) { /* else no sample (sub_copy()) */
+                par_report(&tk, vidmm_swz_now_ns() - t0);
                 return 0;
+            }
         } else if (way == PAR_TIME_ONE) {
             const uint64_t t0 = vidmm_swz_now_ns();
             err = whole_run(p, tiled, linear, backend, strategy, dir);
-            par_report(&tk, vidmm_swz_now_ns() - t0, false);
+            if (err == 0)
+                par_report(&tk, vidmm_swz_now_ns() - t0);
             return err;
         }
     }

@@ -417,7 +417,8 @@ Test(threads, small_copies_stay_on_the_caller, .timeout = T_TIMEOUT)
  * surface of 512 KiB - above the least size the measurement considers (256 KiB), below the fixed
  * threshold (1 MiB). 'calibrate': VIDMM_CALIBRATE. Returns the job system's calls during copies
  * 1-20 and 21-30 in '*learning' and '*after'; every copy's bytes are the first one's. */
-static void threshold_copies_n(bool calibrate, int n, int split, unsigned *learning, unsigned *after)
+static void threshold_copies_with(vidmm_parallel_for_fn jobs, bool calibrate, int n, int split, unsigned *learning,
+                                  unsigned *after)
 {
     cr_assert_eq(vidmm_option_set(VIDMM_OPT_CALIBRATE, calibrate ? 1 : 0), 0);
     const struct tcase c = { "bl_512k", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 512, 256, 1, 4, 1, 1, false };
@@ -428,7 +429,7 @@ static void threshold_copies_n(bool calibrate, int n, int split, unsigned *learn
     cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan), 0);
     struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
     t.threads = 4;
-    t.parallel_for = js_parallel_for;
+    t.parallel_for = jobs;
     cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
     size_t tn = 0;
     cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &tn), 0);
@@ -455,9 +456,35 @@ static void threshold_copies_n(bool calibrate, int n, int split, unsigned *learn
     vidmm_swizzle_plan_destroy(plan);
 }
 
+static void threshold_copies_n(bool calibrate, int n, int split, unsigned *learning, unsigned *after)
+{
+    threshold_copies_with(js_parallel_for, calibrate, n, split, learning, after);
+}
+
 static void threshold_copies(bool calibrate, unsigned *learning, unsigned *after)
 {
     threshold_copies_n(calibrate, 30, 20, learning, after);
+}
+
+/* A job system that must lose: 5 ms before it runs the bands, one after another. */
+static void js_slow_for(void *ctx, uint32_t count, void (*job)(void *arg, uint32_t index), void *arg)
+{
+    (void)ctx;
+    atomic_fetch_add(&js_calls, 1);
+    usleep(5000);
+    for (uint32_t i = 0; i < count; i++)
+        job(arg, i);
+}
+
+/* The verdict goes the right way: with a job system 5 ms slower a copy (a 512 KiB copy alone
+ * takes well under that), the kind stays on the calling thread after learning. (An inverted
+ * ratio, or a median of the wrong samples, sends it to the job system.) */
+Test(threads, measured_threshold_keeps_the_faster_side, .timeout = T_TIMEOUT)
+{
+    unsigned learning = 0, after = 0;
+    threshold_copies_with(js_slow_for, true, 30, 20, &learning, &after);
+    cr_expect_eq(learning, 10, "the learning copies went %u times of 20 to the job system, not 10", learning);
+    cr_expect_eq(after, 0, "after learning, %u of 10 copies went to a job system 5 ms slower", after);
 }
 
 /* Calibrated: the twenty learning copies take the sides two by two, alone first (ten on the
@@ -473,7 +500,7 @@ Test(threads, measured_threshold_learns_then_keeps_one_side, .timeout = T_TIMEOU
 
 /* The threshold's table from several threads at once (ThreadSanitizer's build checks the
  * races): four threads, thirty copies each through one measured plan, every copy's bytes the
- * one-thread copy's. */
+ * one-thread copy's, and the kind decided by the end. */
 struct thr_copier {
     vidmm_swizzle_plan *plan;
     const unsigned char *lin, *want;
@@ -514,6 +541,7 @@ Test(threads, measured_threshold_from_many_threads, .timeout = T_TIMEOUT)
     cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, want, tn, lin, ln, 0, 0), 0); /* one thread */
     struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
     t.threads = 2;
+    t.parallel_for = js_parallel_for;
     cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
     struct thr_copier cp[4];
     pthread_t tid[4];
@@ -525,6 +553,16 @@ Test(threads, measured_threshold_from_many_threads, .timeout = T_TIMEOUT)
         pthread_join(tid[i], NULL);
         cr_expect_eq(cp[i].bad, 0, "thread %d: %d of 30 copies failed or differed", i, cp[i].bad);
     }
+    /* The kind decided meanwhile (the four threads' samples all came back): ten more copies
+     * here all take one side. */
+    unsigned char *tiled = xalloc(tn);
+    const unsigned before = atomic_load(&js_calls);
+    for (int k = 0; k < 10; k++)
+        cr_assert_eq(vidmm_swizzle_plan_swizzle(plan, NULL, tiled, tn, lin, ln, 0, 0), 0);
+    const unsigned called = atomic_load(&js_calls) - before;
+    cr_expect(called == 0 || called == 10, "after 120 copies from four threads, %u of 10 went to the job system "
+              "(the kind never decided)", called);
+    free(tiled);
     free(want);
     free(lin);
     vidmm_swizzle_plan_destroy(plan);
