@@ -638,7 +638,7 @@ static void sub_copy(const struct vidmm_swizzle_plan *p, const struct vidmm_box 
                      enum vidmm_strategy strategy, enum vidmm_swz_dir dir, uint64_t moved, bool tuned)
 {
     if (p->threads > 1) {
-        struct par_ticket tk;
+        struct par_ticket tk = { 0 };
         uint64_t band_min;
         const enum par_way way = par_way(p, &p->m, dir, backend, strategy, moved, &band_min, &tk);
         if (way == PAR_MANY && par_sub(p, b, tiled, linear, rp, sp, dir, moved, tuned, band_min))
@@ -772,7 +772,7 @@ static int copy_whole(const char *call, const struct vidmm_swizzle_plan *p, unsi
                                 "(spec swizzle.h)", (void *)tiled, (unsigned long long)p->total, (void *)linear,
                                 (unsigned long long)p->lin);
     if (p->threads > 1) {
-        struct par_ticket tk;
+        struct par_ticket tk = { 0 };
         uint64_t band_min;
         const enum par_way way = par_way(p, &p->m, dir, backend, strategy, p->lin, &band_min, &tk);
         if (way == PAR_MANY && par_whole(p, tiled, linear, dir, band_min))

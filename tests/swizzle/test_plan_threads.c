@@ -597,6 +597,96 @@ Test(threads, measured_threshold_saved_and_loaded, .timeout = T_TIMEOUT)
     remove(path);
 }
 
+/* Every path the measured threshold decides, its bytes those of a plan without threads, 40
+ * copies each (learning, then the verdict): a whole surface of three mips (2 MiB, 512 KiB and
+ * 128 KiB: the last below the floor, the middle one cut in 128 KiB bands or left to the rest
+ * job), a subresource plan's boxes (mip 0, a box off the tiles), the same whole copies with
+ * another walk forced (the tuned whole copy and its rest job), and mip 0 whole through a
+ * subresource plan with a walk forced (copy_sub_tuned()). Both directions. */
+static void threshold_bytes_of(vidmm_swizzle_plan *plan, vidmm_swizzle_plan *ref, bool whole, const struct vidmm_box *box,
+                               size_t tn, size_t ln, size_t rp, const char *what)
+{
+    unsigned char *want_t = xalloc(tn), *got_t = xalloc(tn), *lin = xalloc(ln), *want_l = xalloc(ln), *got_l = xalloc(ln);
+    for (size_t i = 0; i < ln; i++)
+        lin[i] = (unsigned char)(i * 29 + 11);
+    memset(want_t, POISON, tn);
+    cr_assert_eq(whole ? vidmm_swizzle_plan_swizzle(ref, NULL, want_t, tn, lin, ln, 0, 0)
+                       : vidmm_swizzle_plan_swizzle(ref, box, want_t, tn, lin, ln, rp, 0), 0, "%s", what);
+    memset(want_l, POISON, ln);
+    cr_assert_eq(whole ? vidmm_swizzle_plan_deswizzle(ref, NULL, want_t, tn, want_l, ln, 0, 0)
+                       : vidmm_swizzle_plan_deswizzle(ref, box, want_t, tn, want_l, ln, rp, 0), 0, "%s", what);
+    for (int k = 0; k < 40; k++) {
+        memset(got_t, POISON, tn);
+        cr_assert_eq(whole ? vidmm_swizzle_plan_swizzle(plan, NULL, got_t, tn, lin, ln, 0, 0)
+                           : vidmm_swizzle_plan_swizzle(plan, box, got_t, tn, lin, ln, rp, 0), 0, "%s", what);
+        cr_assert_eq(memcmp(got_t, want_t, tn), 0, "%s: swizzle %d wrote other bytes", what, k + 1);
+    }
+    for (int k = 0; k < 40; k++) {
+        memset(got_l, POISON, ln);
+        cr_assert_eq(whole ? vidmm_swizzle_plan_deswizzle(plan, NULL, want_t, tn, got_l, ln, 0, 0)
+                           : vidmm_swizzle_plan_deswizzle(plan, box, want_t, tn, got_l, ln, rp, 0), 0, "%s", what);
+        cr_assert_eq(memcmp(got_l, want_l, ln), 0, "%s: deswizzle %d wrote other bytes", what, k + 1);
+    }
+    free(want_t);
+    free(got_t);
+    free(lin);
+    free(want_l);
+    free(got_l);
+}
+
+Test(threads, measured_threshold_bytes_on_every_path, .timeout = T_TIMEOUT)
+{
+    cr_assert_eq(vidmm_option_set(VIDMM_OPT_CALIBRATE, 1), 0);
+    const struct tcase c = { "bl_3mips", VIDMM_TILING_BLOCK_LINEAR, 0, 0, 0, 1024, 512, 1, 4, 3, 1, false };
+    struct vidmm_tile_layout l;
+    struct vidmm_surface_desc s;
+    describe(&c, &l, &s);
+    uint64_t tn64 = 0, ln64 = 0;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &tn64), 0);
+    cr_assert_eq(vidmm_surface_linear_size(&l, &s, &ln64), 0);
+    const size_t tn = (size_t)tn64, ln = (size_t)ln64;
+    struct vidmm_swizzle_threads t = VIDMM_SWIZZLE_THREADS_INIT;
+    t.threads = 2;
+    for (int tuned = 0; tuned < 2; tuned++) {
+        vidmm_swizzle_plan *plan, *ref;
+        cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &plan), 0);
+        cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, VIDMM_SWIZZLE_PLAN_SURFACE, 0, NULL, &ref), 0);
+        uint32_t n = 0;
+        if (tuned) {
+            for (int d = 0; d < 2; d++)
+                if (vidmm_swizzle_plan_walk_candidates(plan, d, &n) == 0 && n > 1)
+                    cr_assert_eq(vidmm_swizzle_plan_force_walk(plan, d, n - 1), 0);
+        }
+        cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+        threshold_bytes_of(plan, ref, true, NULL, tn, ln, 0, tuned ? "whole, a walk forced" : "whole");
+        vidmm_swizzle_plan_destroy(plan);
+        vidmm_swizzle_plan_destroy(ref);
+    }
+    /* Mip 0 alone, a box 3 blocks in and 5 rows down, 1000 x 500 elements (about 1.9 MiB). */
+    vidmm_swizzle_plan *plan, *ref;
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &plan), 0);
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &ref), 0);
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    const struct vidmm_box box = { 3, 5, 0, 1000, 500, 1 };
+    const size_t rp = (size_t)1000 * 4;
+    uint64_t mip_tn = 0;
+    cr_assert_eq(vidmm_surface_tiled_size(&l, &s, &mip_tn), 0);
+    threshold_bytes_of(plan, ref, false, &box, (size_t)mip_tn, rp * 500, rp, "mip 0 box");
+    vidmm_swizzle_plan_destroy(plan);
+    /* Mip 0 whole through a subresource plan with a walk forced: copy_sub_tuned(). */
+    cr_assert_eq(vidmm_swizzle_plan_create(&l, &s, 0, 0, NULL, &plan), 0);
+    uint32_t n = 0;
+    for (int d = 0; d < 2; d++)
+        if (vidmm_swizzle_plan_walk_candidates(plan, d, &n) == 0 && n > 1)
+            cr_assert_eq(vidmm_swizzle_plan_force_walk(plan, d, n - 1), 0);
+    cr_assert_eq(vidmm_swizzle_plan_set_threads(plan, &t), 0);
+    const struct vidmm_box mip0 = { 0, 0, 0, 1024, 512, 1 };
+    threshold_bytes_of(plan, ref, false, &mip0, (size_t)mip_tn, (size_t)1024 * 4 * 512, (size_t)1024 * 4,
+                       "mip 0 whole, a walk forced");
+    vidmm_swizzle_plan_destroy(plan);
+    vidmm_swizzle_plan_destroy(ref);
+}
+
 /* VIDMM_CALIBRATE=0: the fixed threshold (1 MiB): a 512 KiB copy never goes to the threads. */
 Test(threads, uncalibrated_threshold_is_fixed, .timeout = T_TIMEOUT)
 {
