@@ -754,37 +754,55 @@ static bool parse_u32(const char *w, uint32_t lo, uint32_t hi, uint32_t *out)
     return true;
 }
 
-/* parse_entry() reads one winner line (its 13 words) into '*e'; false when malformed. */
-static bool parse_entry(char *line, struct tune_entry *e)
+/* split_words() cuts 'line' at blanks into at most 'max' words: their count, or max + 1 when
+ * there are more. */
+static unsigned split_words(char *line, char **w, unsigned max)
 {
-    char *w[14];
     unsigned n = 0;
-    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t != NULL; t = strtok_r(NULL, " \t", &save))
-        if (n < 14)
-            w[n++] = t;
-        else
-            return false;
-    if (n != 13)
-        return false;
+    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t != NULL; t = strtok_r(NULL, " \t", &save)) {
+        if (n == max)
+            return max + 1;
+        w[n++] = t;
+    }
+    return n;
+}
+
+/* parse_key() reads the eight words of a kind of copy, as winner and threshold lines begin:
+ * tiling, param, 2d|3d, element bytes, size class, direction, backend, strategy. */
+static bool parse_key(char *const *w, struct vidmm_swz_tune_key *k)
+{
     int tiling = word_index(tiling_names, VIDMM_TILING_COUNT_, w[0]);
     int dims = strcmp(w[2], "2d") == 0 ? 2 : strcmp(w[2], "3d") == 0 ? 3 : -1;
     int dir = word_index(dir_names, 2, w[5]);
     int backend = vidmm_backend_from_string(w[6]);
     int strategy = word_index(strategy_names, VIDMM_STRATEGY_COUNT_, w[7]);
+    uint32_t param, elem, cls;
+    if (tiling < 0 || dims < 0 || dir < 0 || backend < 0 || backend == VIDMM_BACKEND_AUTO || strategy < 0 ||
+        strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC ||
+        !parse_u32(w[1], 0, UINT32_MAX, &param) || !parse_u32(w[3], 1, 16, &elem) || !parse_u32(w[4], 0, 63, &cls))
+        return false;
+    *k = (struct vidmm_swz_tune_key){ (uint32_t)tiling, param, (uint32_t)dims, elem, cls, (uint32_t)dir,
+                                      (uint32_t)backend, (uint32_t)strategy };
+    return true;
+}
+
+/* parse_entry() reads one winner line (its 13 words) into '*e'; false when malformed. */
+static bool parse_entry(char *line, struct tune_entry *e)
+{
+    char *w[13];
+    struct vidmm_swz_tune_key k;
+    if (split_words(line, w, 13) != 13 || !parse_key(w, &k))
+        return false;
     int big = word_index(knob_names, 3, w[8]), strips = word_index(strip_names, 4, w[9]);
     int grouped = word_index(knob_names, 3, w[10]), pairs = word_index(knob_names, 3, w[11]);
-    uint32_t param, elem, cls;
     char *end;
     errno = 0;
     double gain = strtod(w[12], &end);
-    if (tiling < 0 || dims < 0 || dir < 0 || backend < 0 || backend == VIDMM_BACKEND_AUTO || strategy < 0 ||
-        strategy == VIDMM_STRATEGY_MOVDIR64B || strategy == VIDMM_STRATEGY_LIBC || big < 0 || strips < 0 ||
-        grouped < 0 || pairs < 0 || !parse_u32(w[1], 0, UINT32_MAX, &param) || !parse_u32(w[3], 1, 16, &elem) ||
-        !parse_u32(w[4], 0, 63, &cls) || errno != 0 || *end != '\0' || !isfinite(gain) || gain <= 0)
+    if (big < 0 || strips < 0 || grouped < 0 || pairs < 0 || errno != 0 || *end != '\0' || !isfinite(gain) ||
+        gain <= 0)
         return false;
     *e = (struct tune_entry){
-        .key = { (uint32_t)tiling, param, (uint32_t)dims, elem, cls, (uint32_t)dir, (uint32_t)backend,
-                 (uint32_t)strategy },
+        .key = k,
         .tune = { (uint8_t)big, (uint8_t)strips, (uint8_t)grouped, (uint8_t)pairs },
         .gain = gain,
     };
@@ -796,34 +814,16 @@ static bool parse_entry(char *line, struct tune_entry *e)
  * "threads". */
 static bool parse_threads(char *line, struct vidmm_swz_par_verdict *v)
 {
-    char *w[12];
-    unsigned n = 0;
-    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t != NULL; t = strtok_r(NULL, " \t", &save))
-        if (n < 12)
-            w[n++] = t;
-        else
-            return false;
-    if (n != 11)
+    char *w[11];
+    struct vidmm_swz_tune_key k;
+    if (split_words(line, w, 11) != 11 || !parse_key(w, &k))
         return false;
-    int tiling = word_index(tiling_names, VIDMM_TILING_COUNT_, w[0]);
-    int dims = strcmp(w[2], "2d") == 0 ? 2 : strcmp(w[2], "3d") == 0 ? 3 : -1;
-    int dir = word_index(dir_names, 2, w[5]);
-    int backend = vidmm_backend_from_string(w[6]);
-    int strategy = word_index(strategy_names, VIDMM_STRATEGY_COUNT_, w[7]);
     int jobs = strcmp(w[9], "pool") == 0 ? 0 : strcmp(w[9], "jobs") == 0 ? 1 : -1;
     int many = strcmp(w[10], "alone") == 0 ? 0 : strcmp(w[10], "threads") == 0 ? 1 : -1;
-    uint32_t param, elem, cls, threads;
-    if (tiling < 0 || dims < 0 || dir < 0 || backend < 0 || backend == VIDMM_BACKEND_AUTO || strategy < 0 ||
-        jobs < 0 || many < 0 || !parse_u32(w[1], 0, UINT32_MAX, &param) || !parse_u32(w[3], 1, 16, &elem) ||
-        !parse_u32(w[4], 0, 63, &cls) || !parse_u32(w[8], 2, VIDMM_SWIZZLE_MAX_THREADS, &threads))
+    uint32_t threads;
+    if (jobs < 0 || many < 0 || !parse_u32(w[8], 2, VIDMM_SWIZZLE_MAX_THREADS, &threads))
         return false;
-    *v = (struct vidmm_swz_par_verdict){
-        .key = { (uint32_t)tiling, param, (uint32_t)dims, elem, cls, (uint32_t)dir, (uint32_t)backend,
-                 (uint32_t)strategy },
-        .threads = threads,
-        .jobs = jobs == 1,
-        .many = many == 1,
-    };
+    *v = (struct vidmm_swz_par_verdict){ .key = k, .threads = threads, .jobs = jobs == 1, .many = many == 1 };
     return true;
 }
 
